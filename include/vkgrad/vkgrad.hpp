@@ -1,0 +1,5 @@
+// Public: the one header applications include. It pulls in the whole public API.
+#pragma once
+
+#include <vkgrad/dtype.hpp>
+#include <vkgrad/error.hpp>
