@@ -1,5 +1,8 @@
 // vmin/vmax: a conservative inclusive range for integer and bool nodes, computed once per node
 // and cached in it. Any result that could overflow the dtype widens to the dtype's full range.
+// Values are int64 bit patterns: a uint64 at or above 2^63 reads as negative, so uint64's full
+// range is all of int64, and ops that compare or divide unsigned values give up on a range that
+// may hold such a value (lo < 0).
 #include <algorithm>
 #include <limits>
 #include <vkgrad/error.hpp>
@@ -16,9 +19,18 @@ struct Range {
 };
 
 Range full(DType d) {
-  if (d.is_float() || d.is_ptr() || d.is_void() || d.count() != 1)
+  if (d.is_float() || d.is_ptr() || d.is_void() || d.count() != 1 ||
+      d.scalar_type() == ScalarType::uint64)
     return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
   return {dtypes::min_int(d), dtypes::max_int(d)};
+}
+
+// An unsigned operand range that may hold a value >= 2^63 (a negative int64 pattern).
+bool beyond_int64(DType operand, const std::vector<Range>& s) {
+  if (!operand.is_unsigned()) return false;
+  for (const Range& r : s)
+    if (r.lo < 0) return true;
+  return false;
 }
 
 // A range computed in 128 bits, kept only if it fits the dtype.
@@ -37,10 +49,24 @@ Range compute(const UOp& u, const std::vector<Range>& s) {
   DType dt = u.dtype();
   Range f = full(dt);
   if (dt.is_float() || dt.is_ptr() || dt.count() != 1) return f;
-  for (const Range& r : s)  // a uint64 beyond INT64_MAX has no int64 range
+  for (const Range& r : s)
     if (r.lo > r.hi) return f;
   if (dt.scalar_type() == ScalarType::uint64 && u.op() == Ops::CONST && as_int(u.const_value()) < 0)
     return f;
+  const bool same_operands = s.size() == 2 && u.src(0) == u.src(1);
+  if (!u.src().empty() && beyond_int64(u.src(0).dtype(), s)) {
+    switch (u.op()) {  // these read the operands as unsigned numbers
+      case Ops::CMPLT:
+        return {0, 1};
+      case Ops::IDIV:
+      case Ops::MOD:
+      case Ops::MAX:
+      case Ops::SHR:
+        return f;
+      default:
+        break;
+    }
+  }
   switch (u.op()) {
     case Ops::CONST: {
       ConstValue v = u.const_value();
@@ -61,6 +87,11 @@ Range compute(const UOp& u, const std::vector<Range>& s) {
     case Ops::SUB:
       return fit(dt, i128{s[0].lo} - s[1].hi, i128{s[0].hi} - s[1].lo);
     case Ops::MUL: {
+      if (same_operands) {  // x*x >= 0
+        i128 a = i128{s[0].lo} * s[0].lo, b = i128{s[0].hi} * s[0].hi;
+        i128 lo = s[0].lo <= 0 && s[0].hi >= 0 ? 0 : std::min(a, b);
+        return fit(dt, lo, std::max(a, b));
+      }
       i128 c[4] = {i128{s[0].lo} * s[1].lo, i128{s[0].lo} * s[1].hi, i128{s[0].hi} * s[1].lo,
                    i128{s[0].hi} * s[1].hi};
       return fit(dt, *std::min_element(c, c + 4), *std::max_element(c, c + 4));
@@ -78,7 +109,9 @@ Range compute(const UOp& u, const std::vector<Range>& s) {
       if (s[1].lo <= 0 && s[1].hi >= 0) return f;
       // |x % y| < |y|, and the result takes the sign of x.
       i128 m = std::max(abs128(s[1].lo), abs128(s[1].hi)) - 1;
-      if (s[0].lo >= 0 && s[0].hi <= m && s[1].lo > 0 && s[0].hi < s[1].lo) return s[0];
+      // |x| below every |y|: x % y is x.
+      i128 least = s[1].lo > 0 ? i128{s[1].lo} : -i128{s[1].hi};
+      if (abs128(s[0].lo) < least && abs128(s[0].hi) < least) return s[0];
       i128 lo = s[0].lo >= 0 ? 0 : std::max<i128>(-m, s[0].lo);
       i128 hi = s[0].hi <= 0 ? 0 : std::min<i128>(m, s[0].hi);
       return fit(dt, lo, hi);
@@ -88,6 +121,8 @@ Range compute(const UOp& u, const std::vector<Range>& s) {
     case Ops::NEG:
       return fit(dt, -i128{s[0].hi}, -i128{s[0].lo});
     case Ops::CMPLT:
+      if (same_operands) return {0, 0};  // x < x is false, NaN included
+      if (u.src(0).dtype().is_float()) return {0, 1};
       if (s[0].hi < s[1].lo) return {1, 1};
       if (s[0].lo >= s[1].hi) return {0, 0};
       return {0, 1};
@@ -96,6 +131,7 @@ Range compute(const UOp& u, const std::vector<Range>& s) {
       bool disjoint = s[0].hi < s[1].lo || s[0].lo > s[1].hi;
       bool same_point = s[0].lo == s[0].hi && s[1].lo == s[1].hi && s[0].lo == s[1].lo;
       if (u.src(0).dtype().is_float()) return {0, 1};
+      if (same_operands) return u.op() == Ops::CMPNE ? Range{0, 0} : Range{1, 1};
       if (disjoint) return u.op() == Ops::CMPNE ? Range{1, 1} : Range{0, 0};
       if (same_point) return u.op() == Ops::CMPNE ? Range{0, 0} : Range{1, 1};
       return {0, 1};

@@ -16,7 +16,8 @@ struct RewriteOptions {
   // ("top-down", tinygrad's bottom_up=True), a node is rewritten to a fixed point before its
   // sources are visited, and again after its sources change.
   bool parents_first = false;
-  // Rewrites allowed at one node before it is reported as non-terminating.
+  // Rewrites allowed at one node, and rewrites waiting on the result of another rewrite, before
+  // the rewrite is reported as non-terminating.
   int max_rewrites_per_node = 10000;
   std::string_view name = "graph_rewrite";  // for error messages
 };

@@ -153,7 +153,7 @@ ConstValue bitcast(ConstValue v, DType from, DType to) {
 }  // namespace
 
 ConstValue exec_alu(Ops op, DType out, std::span<const ConstValue> v, std::span<const DType> dts) {
-  if (op == Ops::CAST) return convert_value(v[0], out);
+  if (op == Ops::CAST) return dts.empty() ? convert_value(v[0], out) : cast_value(v[0], dts[0], out);
   if (op == Ops::BITCAST) {
     if (dts[0].itemsize() != out.itemsize())
       throw Error(fmt::format("BITCAST {} to {}: sizes differ", dts[0].name(), out.name()));
@@ -192,7 +192,13 @@ ConstValue evaluate(const UOp& root, const InterpEnv& env) {
   std::unordered_map<const UOpNode*, ConstValue> val;
   std::vector<ConstValue> ops;
   std::vector<DType> dts;
-  for (const UOp& u : toposort(root)) {
+  const std::vector<UOp> order = toposort(root);
+  // A BIND gives its variable a value wherever it appears (a value in `env` still wins).
+  std::map<std::string, int64_t> bound;
+  for (const UOp& u : order)
+    if (u.op() == Ops::BIND && u.src(0).op() == Ops::DEFINE_VAR && u.src(1).is_const())
+      bound.emplace(u.src(0).arg_as<VarArg>().name, as_int(u.src(1).const_value()));
+  for (const UOp& u : order) {
     ConstValue r;
     switch (u.op()) {
       case Ops::CONST:
@@ -203,7 +209,7 @@ ConstValue evaluate(const UOp& root, const InterpEnv& env) {
         const std::string& name =
             u.op() == Ops::DEFINE_VAR ? u.arg_as<VarArg>().name : u.arg_as<std::string>();
         auto it = env.vars.find(name);
-        if (it == env.vars.end())
+        if (it == env.vars.end() && (it = bound.find(name)) == bound.end())
           throw Error(fmt::format("evaluate: no value for variable '{}'", name));
         r = wrap_int(u.dtype(), it->second);
         break;

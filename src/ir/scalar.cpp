@@ -1,6 +1,7 @@
 // Scalar value semantics: wrapping, rounding and conversions per dtype.
 #include "ir/scalar.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -68,14 +69,49 @@ uint16_t float_to_bf16_bits(float f) {
 
 float bf16_bits_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
 
+namespace {
+
+// A double rounded to float "to odd": when bits are dropped, the float's last bit is set. A
+// second rounding to a type at least two bits narrower (float16, bfloat16) then gives what one
+// rounding of the double would have; plain rounding to float first can land on a tie instead.
+float to_float_round_odd(double v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(v) || static_cast<double>(f) == v) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
+// The integer -m (negative) or m rounded once to a float dtype, as a C cast of the integer would.
+double integer_to_float(DType d, uint64_t m, bool negative) {
+  double r;
+  switch (d.scalar_type()) {
+    case ScalarType::float64:
+      r = static_cast<double>(m);
+      break;
+    case ScalarType::float32:
+      r = static_cast<float>(m);
+      break;
+    default: {
+      // Keep 24 significant bits with a sticky last bit (exact in float), then round once.
+      int shift = std::max(0, static_cast<int>(std::bit_width(m)) - 24);
+      uint64_t kept = m >> shift;
+      if (shift > 0 && (m & ((uint64_t{1} << shift) - 1))) kept |= 1;
+      r = round_float(d, std::ldexp(static_cast<double>(kept), shift));
+    }
+  }
+  return negative ? -r : r;
+}
+
+}  // namespace
+
 double round_float(DType d, double v) {
   switch (d.scalar_type()) {
     case ScalarType::float32:
       return static_cast<float>(v);
     case ScalarType::float16:
-      return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
+      return half_bits_to_float(float_to_half_bits(to_float_round_odd(v)));
     case ScalarType::bfloat16:
-      return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
+      return bf16_bits_to_float(float_to_bf16_bits(to_float_round_odd(v)));
     default:
       return v;
   }
@@ -105,7 +141,12 @@ int64_t as_int(const ConstValue& v) {
 
 ConstValue convert_value(ConstValue v, DType d) {
   if (d.is_bool()) return as_bool(v);
-  if (d.is_float()) return round_float(d, as_double(v));
+  if (d.is_float()) {
+    // An int64 beyond 2^53 would be rounded twice on its way through double.
+    if (auto* i = std::get_if<int64_t>(&v))
+      return integer_to_float(d, *i < 0 ? 0 - static_cast<uint64_t>(*i) : *i, *i < 0);
+    return round_float(d, as_double(v));
+  }
   if (d.scalar_type() == ScalarType::uint64 && std::holds_alternative<double>(v)) {
     double x = std::trunc(std::get<double>(v));
     if (!(x > 0)) return int64_t{0};
@@ -121,6 +162,14 @@ ConstValue convert_value(ConstValue v, DType d) {
     return wrap_int(d, as_int(ConstValue{x}));
   }
   return wrap_int(d, as_int(v));
+}
+
+ConstValue cast_value(ConstValue v, DType from, DType to) {
+  // A uint64 above INT64_MAX is held as its bits, i.e. as a negative int64.
+  if (from.scalar_type() == ScalarType::uint64 && to.is_float())
+    if (auto* i = std::get_if<int64_t>(&v))
+      return integer_to_float(to, static_cast<uint64_t>(*i), false);
+  return convert_value(v, to);
 }
 
 }  // namespace vkgrad

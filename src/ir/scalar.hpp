@@ -16,6 +16,9 @@ int64_t wrap_int(DType d, int64_t v);
 double round_float(DType d, double v);
 // Convert a value to `d` as a C cast would (float→int truncates; out-of-range saturates).
 ConstValue convert_value(ConstValue v, DType d);
+// The same for a value known to be of dtype `from`: a uint64 above INT64_MAX (held as its bits)
+// converts by its unsigned value.
+ConstValue cast_value(ConstValue v, DType from, DType to);
 
 double as_double(const ConstValue& v);
 int64_t as_int(const ConstValue& v);

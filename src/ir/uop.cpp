@@ -7,9 +7,9 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
 #include <vkgrad/error.hpp>
 
+#include "ir/node_index.hpp"
 #include "ir/scalar.hpp"
 
 namespace vkgrad {
@@ -99,36 +99,71 @@ uint64_t structural_key(Ops op, DType dtype, const std::vector<UOp>& src, const 
   return h;
 }
 
-struct NodeHash {
-  using is_transparent = void;
-  size_t operator()(const UOpNode* n) const { return n->key; }
-  size_t operator()(const LookupKey& k) const { return k.key; }
-};
-
 bool same(const UOpNode* n, const LookupKey& k) {
-  if (n->key != k.key || n->op != k.op || !(n->dtype == k.dtype) || n->src.size() != k.src->size())
-    return false;
+  if (n->op != k.op || !(n->dtype == k.dtype) || n->src.size() != k.src->size()) return false;
   for (size_t i = 0; i < n->src.size(); ++i)
     if (n->src[i] != (*k.src)[i]) return false;
   return arg_equal(n->arg, *k.arg);
 }
 
-struct NodeEq {
-  using is_transparent = void;
-  bool operator()(const UOpNode* a, const UOpNode* b) const {
-    return same(a, LookupKey{b->op, b->dtype, &b->src, &b->arg, b->key});
-  }
-  bool operator()(const LookupKey& k, const UOpNode* n) const { return same(n, k); }
-  bool operator()(const UOpNode* n, const LookupKey& k) const { return same(n, k); }
-};
-
 }  // namespace
 
+// The intern table: 64 shards, each an open-addressing hash table of (structural key, node)
+// under its own mutex. A slot keeps the key beside the pointer, so a probe touches a node only
+// when the keys agree, and a miss leaves the free slot where the new node goes.
 struct InternTable {
   static constexpr size_t kShards = 64;
+  struct Slot {
+    uint64_t key = 0;
+    const UOpNode* node = nullptr;
+  };
   struct Shard {
     std::mutex mu;
-    std::unordered_set<const UOpNode*, NodeHash, NodeEq> set;
+    std::vector<Slot> slots;
+    size_t count = 0;
+    size_t mask = 0;
+    int shift = 64;
+
+    size_t home(uint64_t key) const {  // the shard used bits 7..12; mix them all again
+      return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift);
+    }
+    // The slot holding a node equal to `k`, or the empty slot where it would go.
+    size_t probe(const LookupKey& k) const {
+      size_t i = home(k.key);
+      while (slots[i].node && !(slots[i].key == k.key && same(slots[i].node, k)))
+        i = (i + 1) & mask;
+      return i;
+    }
+    void grow() {
+      std::vector<Slot> old = std::move(slots);
+      size_t cap = old.empty() ? 64 : old.size() * 2;
+      slots.assign(cap, Slot{});
+      mask = cap - 1;
+      shift = 64 - __builtin_ctzll(cap);
+      for (const Slot& s : old) {
+        if (!s.node) continue;
+        size_t i = home(s.key);
+        while (slots[i].node) i = (i + 1) & mask;
+        slots[i] = s;
+      }
+    }
+    // Empty slot i, moving later entries of its probe run back (no tombstones).
+    void erase_at(size_t i) {
+      size_t j = i;
+      for (;;) {
+        j = (j + 1) & mask;
+        if (!slots[j].node) break;
+        size_t h = home(slots[j].key);
+        // Move j back to i unless its home lies cyclically in (i, j].
+        bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
+        if (!stays) {
+          slots[i] = slots[j];
+          i = j;
+        }
+      }
+      slots[i] = Slot{};
+      --count;
+    }
   };
   std::array<Shard, kShards> shards;
 
@@ -142,18 +177,20 @@ struct InternTable {
     uint64_t key = structural_key(op, dtype, src, arg);
     Shard& sh = shard(key);
     std::lock_guard lock(sh.mu);
-    auto it = sh.set.find(LookupKey{op, dtype, &src, &arg, key});
-    if (it != sh.set.end()) {
-      const UOpNode* n = *it;
+    if ((sh.count + 1) * 8 > sh.slots.size() * 5) sh.grow();  // load factor at most 5/8
+    size_t i = sh.probe(LookupKey{op, dtype, &src, &arg, key});
+    if (const UOpNode* n = sh.slots[i].node) {
       // Take a reference only if the node is not already dying.
       uint32_t r = n->refs_.load(std::memory_order_relaxed);
       while (r != 0)
         if (n->refs_.compare_exchange_weak(r, r + 1, std::memory_order_acquire)) return UOp(n);
-      sh.set.erase(it);  // dying: its destroyer will find it gone
+      sh.erase_at(i);  // dying: its destroyer will find it gone
+      i = sh.probe(LookupKey{op, dtype, &src, &arg, key});
     }
     auto* n = new UOpNode(op, dtype, std::move(src), std::move(arg), key);
     g_live.fetch_add(1, std::memory_order_relaxed);
-    sh.set.insert(n);
+    sh.slots[i] = {key, n};
+    ++sh.count;
     return UOp(n);
   }
 
@@ -161,8 +198,11 @@ struct InternTable {
     {
       Shard& sh = shard(n->key);
       std::lock_guard lock(sh.mu);
-      auto it = sh.set.find(n);
-      if (it != sh.set.end() && *it == n) sh.set.erase(it);
+      if (!sh.slots.empty()) {
+        size_t i = sh.home(n->key);
+        while (sh.slots[i].node && sh.slots[i].node != n) i = (i + 1) & sh.mask;
+        if (sh.slots[i].node == n) sh.erase_at(i);
+      }
     }
     g_live.fetch_sub(1, std::memory_order_relaxed);
     delete n;  // releases the sources; they queue up in UOp::release, never recurse deeply
@@ -325,16 +365,18 @@ UOp operator>>(const UOp& a, const UOp& b) { return a.alu(Ops::SHR, b); }
 
 std::vector<UOp> toposort(std::span<const UOp> roots) {
   std::vector<UOp> order;
-  std::unordered_set<const UOpNode*> seen;
+  NodeIndex seen;
+  bool added = false;
   std::vector<std::pair<const UOpNode*, size_t>> stack;  // node, next source to visit
   for (const UOp& r : roots) {
-    if (!r || !seen.insert(r.get()).second) continue;
+    if (!r || (seen.insert(r.get(), &added), !added)) continue;
     stack.emplace_back(r.get(), 0);
     while (!stack.empty()) {
       auto& [n, i] = stack.back();
       if (i < n->src.size()) {
         const UOpNode* s = n->src[i++].get();
-        if (seen.insert(s).second) stack.emplace_back(s, 0);
+        seen.insert(s, &added);
+        if (added) stack.emplace_back(s, 0);
         continue;
       }
       // Every node on the stack is kept alive by its parent (or the root handle).

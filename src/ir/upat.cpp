@@ -326,7 +326,11 @@ UOp instantiate(const Rule& r, int ti, const std::array<const UOp*, kMaxCaptures
       DType h = (op == Ops::WHERE && i == 0) ? dtypes::bool_ : operand;
       src[i] = instantiate(r, cp.children[i], slots, h);
     }
-  DType out = n.dtype ? *n.dtype : is_comparison(op) ? dtypes::bool_ : src.empty() ? hint : operand;
+  DType out = n.dtype              ? *n.dtype
+              : is_comparison(op) ? (operand.count() > 1 ? dtypes::bool_.vec(operand.count())
+                                                         : dtypes::bool_)
+              : src.empty()       ? hint
+                                  : operand;
   return UOp::make(op, out, std::move(src), n.arg ? *n.arg : Arg{});
 }
 
@@ -361,6 +365,7 @@ UOp PatternMatcher::first_match(const UOp& u, void* ctx, int* rule_index) const 
 }
 
 UOp PatternMatcher::apply(const UOp& u, void* ctx, int* rule_index, bool allow_same) const {
+  if (by_op_.empty()) return {};  // a default-constructed matcher has no rules
   for (int ri : by_op_[static_cast<size_t>(u.op())]) {
     const Rule& r = rules_[ri];
     Matcher m{r.pattern};

@@ -26,7 +26,8 @@ const PatternMatcher& pm_symbolic();
 
 // Rewrite to the simplest equivalent form (graph_rewrite with pm_symbolic()).
 UOp simplify(const UOp& u);
-// Replace nodes by other nodes everywhere in the graph (parents first, like tinygrad's).
+// Replace nodes by other nodes everywhere in the graph, in one pass, parents first: a node in the
+// map is replaced whole and its replacement is not visited again ({x: x*2} doubles x once).
 UOp substitute(const UOp& u, const std::unordered_map<UOp, UOp, UOpHash>& with);
 // The truth of a bool expression when its bounds decide it, else `default_value`.
 bool resolve(const UOp& cond, bool default_value = true);

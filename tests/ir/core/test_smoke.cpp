@@ -13,5 +13,6 @@ TEST(Smoke, InternAndFold) {
   EXPECT_EQ(a.vmin(), 3);
   EXPECT_EQ(a.vmax(), 13);
   UOp c = UOp::const_(dtypes::index, 2) * 3 + x * 1 + 0;
-  EXPECT_EQ(render(simplify(c)), "(6+x)");
+  UOp s = simplify(c);  // x + 6, in whichever order the simplifier puts sums
+  EXPECT_TRUE(s == x + 6 || s == 6 + x) << render(s);
 }
