@@ -59,8 +59,8 @@ class Rewriter {
         const UOp cur = f.cur;
         stack_.push_back({f.n, cur, 1, f.rule, f.depth});
         const auto& src = cur.src();
-        for (size_t i = src.size(); i-- > 0;)
-          if (!done(src[i])) stack_.push_back({src[i], src[i], 0, -1, f.depth});
+        for (size_t k = src.size(); k-- > 0;)
+          if (!done(src[k])) stack_.push_back({src[k], src[k], 0, -1, f.depth});
       } else if (f.stage == 1) {
         std::vector<UOp> new_src;
         bool changed = false;
@@ -107,8 +107,8 @@ class Rewriter {
       finish(n, r);
       return;
     }
-    if (const UOp& done = result(r)) {
-      finish(n, done);
+    if (const UOp& final_form = result(r)) {
+      finish(n, final_form);
       return;
     }
     stack_.push_back({n, r, 2, ri, f.depth});
@@ -143,8 +143,8 @@ class Rewriter {
       chain.push_back(r);
       f.cur = std::move(r);
       f.rule = ri;
-      if (const UOp& done = result(f.cur)) {
-        f.cur = done;
+      if (const UOp& final_form = result(f.cur)) {
+        f.cur = final_form;
         return;
       }
       r = pm_.rewrite(f.cur, ctx_, &ri);
@@ -169,10 +169,9 @@ class Rewriter {
   }
 
   [[noreturn]] void not_terminating(const UOp& n) {
-    throw InternalError(
-        fmt::format("{}: rewrite does not terminate at {}: more than {} nested rewrites (rules: {})",
-                    opt_.name, op_name(n.op()), opt_.max_rewrites_per_node,
-                    rule_names(pending_rules(nullptr))));
+    throw InternalError(fmt::format(
+        "{}: rewrite does not terminate at {}: more than {} nested rewrites (rules: {})", opt_.name,
+        op_name(n.op()), opt_.max_rewrites_per_node, rule_names(pending_rules(nullptr))));
   }
 
   // Each rule once, in order of first appearance.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string_view>
+#include <type_traits>
 
 #include "ir/upat.hpp"
 
@@ -24,9 +25,10 @@ struct RewriteOptions {
 
 UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, void* ctx = nullptr,
                   const RewriteOptions& options = {});
+// The context by reference (a pointer goes to the overload above, not here as its address).
 template <class Ctx>
-UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, Ctx& ctx,
-                  const RewriteOptions& options = {}) {
+requires(!std::is_pointer_v<Ctx>) UOp graph_rewrite(const UOp& root, const PatternMatcher& pm,
+                                                    Ctx& ctx, const RewriteOptions& options = {}) {
   return graph_rewrite(root, pm, static_cast<void*>(&ctx), options);
 }
 

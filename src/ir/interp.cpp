@@ -6,9 +6,9 @@
 
 #include <bit>
 #include <cmath>
-#include <unordered_map>
 #include <vkgrad/error.hpp>
 
+#include "ir/node_index.hpp"
 #include "ir/scalar.hpp"
 
 namespace vkgrad {
@@ -153,7 +153,8 @@ ConstValue bitcast(ConstValue v, DType from, DType to) {
 }  // namespace
 
 ConstValue exec_alu(Ops op, DType out, std::span<const ConstValue> v, std::span<const DType> dts) {
-  if (op == Ops::CAST) return dts.empty() ? convert_value(v[0], out) : cast_value(v[0], dts[0], out);
+  if (op == Ops::CAST)
+    return dts.empty() ? convert_value(v[0], out) : cast_value(v[0], dts[0], out);
   if (op == Ops::BITCAST) {
     if (dts[0].itemsize() != out.itemsize())
       throw Error(fmt::format("BITCAST {} to {}: sizes differ", dts[0].name(), out.name()));
@@ -166,8 +167,10 @@ ConstValue exec_alu(Ops op, DType out, std::span<const ConstValue> v, std::span<
     bool a = as_bool(arg(0)), b = as_bool(arg(1));
     switch (op) {
       case Ops::AND:
+      case Ops::MUL:  // 1*1 is the only true product
         return a && b;
       case Ops::OR:
+      case Ops::ADD:  // a sum is nonzero when either is: bool keeps only that
         return a || b;
       case Ops::XOR:
       case Ops::CMPNE:
@@ -189,7 +192,6 @@ ConstValue exec_alu(Ops op, DType out, std::span<const ConstValue> v, std::span<
 }
 
 ConstValue evaluate(const UOp& root, const InterpEnv& env) {
-  std::unordered_map<const UOpNode*, ConstValue> val;
   std::vector<ConstValue> ops;
   std::vector<DType> dts;
   const std::vector<UOp> order = toposort(root);
@@ -198,6 +200,10 @@ ConstValue evaluate(const UOp& root, const InterpEnv& env) {
   for (const UOp& u : order)
     if (u.op() == Ops::BIND && u.src(0).op() == Ops::DEFINE_VAR && u.src(1).is_const())
       bound.emplace(u.src(0).arg_as<VarArg>().name, as_int(u.src(1).const_value()));
+  NodeIndex index;  // a node's number is its place in `order`, where its value goes in `val`
+  std::vector<ConstValue> val;
+  val.reserve(order.size());
+  auto value_of = [&](const UOp& s) -> const ConstValue& { return val[index.find(s.get())]; };
   for (const UOp& u : order) {
     ConstValue r;
     switch (u.op()) {
@@ -222,7 +228,7 @@ ConstValue evaluate(const UOp& root, const InterpEnv& env) {
         break;
       }
       case Ops::BIND:
-        r = val.at(u.src(1).get());
+        r = value_of(u.src(1));
         break;
       default: {
         if (!is_alu(u.op()) && u.op() != Ops::CAST && u.op() != Ops::BITCAST)
@@ -230,16 +236,17 @@ ConstValue evaluate(const UOp& root, const InterpEnv& env) {
         ops.clear();
         dts.clear();
         for (const UOp& s : u.src()) {
-          ops.push_back(val.at(s.get()));
+          ops.push_back(value_of(s));
           dts.push_back(s.dtype());
         }
         // A WHERE evaluates both sides (they have no side effects) and picks one.
         r = exec_alu(u.op(), u.dtype(), ops, dts);
       }
     }
-    val.emplace(u.get(), r);
+    index.insert(u.get());
+    val.push_back(r);
   }
-  return val.at(root.get());
+  return val.back();
 }
 
 }  // namespace vkgrad

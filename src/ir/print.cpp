@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <unordered_map>
+#include <string_view>
+
+#include "ir/node_index.hpp"
 
 namespace vkgrad {
 namespace {
@@ -67,13 +69,21 @@ std::string format_arg(const Arg& a) {
       a);
 }
 
+// Indentation stops growing after 32 levels, so a deep chain prints in linear space.
+constexpr char kSpaces[] = "                                                                ";
+static_assert(sizeof(kSpaces) == 2 * 32 + 1);
+
 std::string to_string(const UOp& root) {
   if (!root) return "UOp(null)";
   // Count parents inside this graph: nodes with several are named once and referenced after.
-  std::unordered_map<const UOpNode*, int> parents;
-  for (const UOp& u : toposort(root))
-    for (const UOp& s : u.src()) ++parents[s.get()];
-  std::unordered_map<const UOpNode*, int> names;
+  NodeIndex index;
+  std::vector<int> parents;  // by node number
+  for (const UOp& u : toposort(root)) {
+    index.insert(u.get());
+    parents.push_back(0);
+    for (const UOp& s : u.src()) ++parents[index.find(s.get())];
+  }
+  std::vector<int> names(parents.size(), -1);
   int next_name = 0;
 
   std::string out;
@@ -83,19 +93,29 @@ std::string to_string(const UOp& root) {
     int depth;
   };
   std::vector<Frame> stack{{&root, 0, 0}};
-  auto indent = [](int depth) { return std::string(2 * std::min(depth, 32), ' '); };
+  auto indent = [](int depth) { return std::string_view(kSpaces, 2 * std::min(depth, 32)); };
   auto open = [&](const UOp& u, int depth) -> bool {  // returns true if children follow
     out += indent(depth);
-    if (auto it = names.find(u.get()); it != names.end()) {
-      out += fmt::format("x{}", it->second);
+    uint32_t i = index.find(u.get());
+    // Plain appends, not fmt: this runs once per node of graphs a million nodes deep.
+    if (names[i] >= 0) {
+      out += 'x';
+      out += std::to_string(names[i]);
       return false;
     }
-    if (parents[u.get()] > 1) {
-      names[u.get()] = next_name;
-      out += fmt::format("x{}:=", next_name++);
+    if (parents[i] > 1) {
+      names[i] = next_name;
+      out += 'x';
+      out += std::to_string(next_name++);
+      out += ":=";
     }
-    out += fmt::format("UOp(Ops.{}, {}, arg={}, src=(", op_name(u.op()), dtype_repr(u.dtype()),
-                       format_arg(u.arg()));
+    out += "UOp(Ops.";
+    out += op_name(u.op());
+    out += ", ";
+    out += dtype_repr(u.dtype());
+    out += ", arg=";
+    out += format_arg(u.arg());
+    out += ", src=(";
     if (u.src().empty()) {
       out += "))";
       return false;
@@ -124,9 +144,10 @@ std::string to_string(const UOp& root) {
 }
 
 std::string render(const UOp& root) {
-  std::unordered_map<const UOpNode*, std::string> r;
+  NodeIndex index;
+  std::vector<std::string> r;  // by node number
   for (const UOp& u : toposort(root)) {
-    auto s = [&](size_t i) -> const std::string& { return r.at(u.src(i).get()); };
+    auto s = [&](size_t i) -> const std::string& { return r[index.find(u.src(i).get())]; };
     std::string text;
     switch (u.op()) {
       case Ops::CONST: {
@@ -209,9 +230,10 @@ std::string render(const UOp& root) {
         text = fmt::format("{}({})", op_name(u.op()), fmt::join(args, ", "));
       }
     }
-    r.emplace(u.get(), std::move(text));
+    index.insert(u.get());
+    r.push_back(std::move(text));
   }
-  return r.at(root.get());
+  return r.back();
 }
 
 }  // namespace vkgrad

@@ -30,10 +30,11 @@ bool arg_fits_dtype(const UOp& u) {
 
 const UPat x = UPat::any().named("x");
 
-const OpSet kUnaryOps = OpSet::group(kUnary);
-const OpSet kBinaryNonCmp =
-    OpSet{Ops::ADD, Ops::MUL, Ops::SUB, Ops::MAX, Ops::POW, Ops::SHL, Ops::SHR, Ops::THREEFRY};
-const OpSet kIntOnly = OpSet{Ops::IDIV, Ops::MOD};
+// Transcendental and reciprocal ops are defined on floats only (see interp).
+const OpSet kFloatUnary = OpSet{Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL};
+const OpSet kOtherUnary = OpSet{Ops::NEG, Ops::TRUNC};
+const OpSet kBinaryNonCmp = OpSet{Ops::ADD, Ops::MUL, Ops::SUB, Ops::MAX, Ops::POW, Ops::THREEFRY};
+const OpSet kIntOnly = OpSet{Ops::IDIV, Ops::MOD, Ops::SHL, Ops::SHR};
 const OpSet kBitwise = OpSet{Ops::AND, Ops::OR, Ops::XOR};
 const OpSet kCmp = OpSet::group(kComparison);
 
@@ -59,7 +60,11 @@ const PatternMatcher pm_spec({
                                               : std::holds_alternative<std::string>(u.arg());
            return verdict(arg_ok && u.dtype().is_int() && all_src_dtype(u, u.dtype()));
          }),
-    rule(UPat::ops(kUnaryOps, {UPat::any()}).named("x"),
+    rule(UPat::ops(kFloatUnary, {UPat::any()}).named("x"),
+         [](const Match& m) {
+           return verdict(all_src_dtype(m[x], m[x].dtype()) && m[x].dtype().scalar().is_float());
+         }),
+    rule(UPat::ops(kOtherUnary, {UPat::any()}).named("x"),
          [](const Match& m) { return verdict(all_src_dtype(m[x], m[x].dtype())); }),
     rule(UPat::ops(kBinaryNonCmp).named("x"),
          [](const Match& m) { return verdict(binary_same(m[x])); }),

@@ -209,21 +209,30 @@ struct InternTable {
   }
 };
 
+namespace {
+// The worklist of the release that is freeing a graph on this thread, if any. A plain pointer
+// (nothing to destroy at thread exit), so handles in other thread-locals can still be released.
+thread_local std::vector<const UOpNode*>* t_dying = nullptr;
+}  // namespace
+
 void UOp::release() noexcept {
   const UOpNode* n = std::exchange(p_, nullptr);
   if (!n || n->refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  // Free a dead graph with a worklist, so a million-node chain does not recurse.
-  thread_local std::vector<const UOpNode*> pending;
-  thread_local bool draining = false;
-  pending.push_back(n);
-  if (draining) return;
-  draining = true;
-  while (!pending.empty()) {
-    const UOpNode* d = pending.back();
-    pending.pop_back();
+  // Free a dead graph with a worklist, so a million-node chain does not recurse: sources that
+  // die while a node is destroyed join the worklist of the outermost release.
+  if (t_dying) {
+    t_dying->push_back(n);
+    return;
+  }
+  std::vector<const UOpNode*> dying;  // allocates only if a source dies too
+  t_dying = &dying;
+  InternTable::get().destroy(n);
+  while (!dying.empty()) {
+    const UOpNode* d = dying.back();
+    dying.pop_back();
     InternTable::get().destroy(d);
   }
-  draining = false;
+  t_dying = nullptr;
 }
 
 size_t UOp::live_count() { return g_live.load(std::memory_order_relaxed); }
@@ -340,6 +349,13 @@ UOp UOp::logical_not() const { return ne(const_like(true)); }
 UOp UOp::maximum(const UOp& o) const { return alu(Ops::MAX, o); }
 UOp UOp::minimum(const UOp& o) const {
   if (dtype().is_bool()) return alu(Ops::AND, o);
+  // min(a, b) == r(max(r(a), r(b))) for an order-reversing r: -x for floats and for index (which
+  // never overflows), ~x for fixed-width integers, where -x wraps (at INT_MIN, and at 0 when
+  // unsigned).
+  if (dtype().is_int() && dtype().scalar() != dtypes::index) {
+    UOp ones = const_like(int64_t{-1});
+    return (*this ^ ones).maximum(o ^ ones) ^ ones;
+  }
   return -((-*this).maximum(-o));
 }
 

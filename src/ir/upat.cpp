@@ -149,10 +149,13 @@ int compile(const UPat& p, Rule& r, std::vector<CompiledPat>& out, bool is_templ
     if (out[idx].slot >= 0) r.slot_nodes.emplace_back(&n, out[idx].slot);
   }
   if (is_template && out[idx].slot >= 0) return idx;  // a capture reference: no children
+  bool choices = n.mode == UPat::SrcMode::any_order;
   for (const UPat& s : n.src) {
     int c = compile(s, r, out, is_template);
     out[idx].children.push_back(c);
+    choices |= out[c].choices;
   }
+  out[idx].choices = choices;
   return idx;
 }
 
@@ -264,7 +267,8 @@ struct Matcher {
         if (src.size() < np) return false;
         return match_seq(cp, src, nullptr, 0, k);
       case UPat::SrcMode::each:
-        return match_each(cp.children[0], src, 0, k);
+        if (pats[cp.children[0]].choices) return match_each(cp.children[0], src, 0, k);
+        return match_each_once(cp.children[0], src, k);
       case UPat::SrcMode::any_order: {
         if (src.size() != np) return false;
         std::array<uint8_t, 8> perm{};
@@ -287,6 +291,22 @@ struct Matcher {
     return match(cp.children[i], s, Cont(rest));
   }
 
+  // `each` when a source can match in one way at most: one source after another, so a node with
+  // a million sources does not recurse a million deep.
+  bool match_each_once(int pi, const std::vector<UOp>& src, Cont k) {
+    const auto saved = slots;
+    auto matched = [] { return true; };
+    for (const UOp& s : src)
+      if (!match(pi, s, Cont(matched))) {
+        slots = saved;
+        return false;
+      }
+    if (k()) return true;
+    slots = saved;
+    return false;
+  }
+
+  // `each` with choices inside: the rest of the sources (and `k`) may need another way.
   bool match_each(int pi, const std::vector<UOp>& src, size_t i, Cont k) {
     if (i == src.size()) return k();
     auto rest = [&] { return match_each(pi, src, i + 1, k); };
@@ -298,7 +318,12 @@ UOp instantiate(const Rule& r, int ti, const std::array<const UOp*, kMaxCaptures
                 DType hint) {
   const CompiledPat& cp = r.replacement[ti];
   const UPatNode& n = *cp.node;
-  if (cp.slot >= 0) return *slots[cp.slot];
+  if (cp.slot >= 0) {
+    if (!slots[cp.slot])  // e.g. the capture of an op_each that met no sources
+      throw InternalError(fmt::format("rule {}: template uses '{}', which this match left unbound",
+                                      r.name, n.name));
+    return *slots[cp.slot];
+  }
   if (n.value) return UOp::const_(n.dtype ? *n.dtype : hint, *n.value);
   if (!n.ops) throw InternalError(fmt::format("rule {}: template node without an op", r.name));
   Ops op = Ops::NOOP;
@@ -326,11 +351,11 @@ UOp instantiate(const Rule& r, int ti, const std::array<const UOp*, kMaxCaptures
       DType h = (op == Ops::WHERE && i == 0) ? dtypes::bool_ : operand;
       src[i] = instantiate(r, cp.children[i], slots, h);
     }
-  DType out = n.dtype              ? *n.dtype
-              : is_comparison(op) ? (operand.count() > 1 ? dtypes::bool_.vec(operand.count())
-                                                         : dtypes::bool_)
-              : src.empty()       ? hint
-                                  : operand;
+  DType out = n.dtype ? *n.dtype
+              : is_comparison(op)
+                  ? (operand.count() > 1 ? dtypes::bool_.vec(operand.count()) : dtypes::bool_)
+              : src.empty() ? hint
+                            : operand;
   return UOp::make(op, out, std::move(src), n.arg ? *n.arg : Arg{});
 }
 

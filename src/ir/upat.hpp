@@ -156,6 +156,7 @@ struct CompiledPat {
   const UPatNode* node;
   int slot = -1;
   std::vector<int> children;  // indices into the rule's pattern vector
+  bool choices = false;       // an any-order node in this subtree: it may match more than one way
 };
 
 struct Rule {

@@ -57,8 +57,8 @@ UOp canonical_sum(const UOp& root) {
       terms.push_back(std::move(t));
     } else {
       int64_t& k = terms[it->second].coeff;
-      k = wrap_int(dt, static_cast<int64_t>(static_cast<uint64_t>(k) +
-                                            static_cast<uint64_t>(t.coeff)));
+      k = wrap_int(dt,
+                   static_cast<int64_t>(static_cast<uint64_t>(k) + static_cast<uint64_t>(t.coeff)));
     }
   }
   std::stable_sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
@@ -68,6 +68,8 @@ UOp canonical_sum(const UOp& root) {
   return out == root ? UOp() : out;
 }
 
+UOp canonical_sum_rule(const Match& m) { return canonical_sum(m[int_add]); }
+
 }  // namespace
 
 std::vector<Rule> rules_add() {
@@ -75,7 +77,7 @@ std::vector<Rule> rules_add() {
       // x - y -> x + y*-1
       rule(UPat::op(Ops::SUB, {x, y}), x + y * -1),
       // a sum -> its canonical form (flattened, like terms combined, ordered, constant last)
-      rule(int_add, [](const Match& m) { return canonical_sum(m[int_add]); }),
+      rule(int_add, canonical_sum_rule),
   };
 }
 

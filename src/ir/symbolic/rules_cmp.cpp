@@ -44,8 +44,12 @@ DType operand(const Match& m) { return m.root().src(0).dtype(); }
 bool signed_operands(const Match& m) { return symbolic::is_signed_int(operand(m)); }
 
 // A comparison `lhs < rhs` of x against a constant k, if k fits x's dtype.
-UOp lt_const(const UOp& x, i128 k) { return fits(x.dtype(), k) ? x.lt(x.const_like(int64_t(k))) : UOp(); }
-UOp const_lt(i128 k, const UOp& x) { return fits(x.dtype(), k) ? x.const_like(int64_t(k)).lt(x) : UOp(); }
+UOp lt_const(const UOp& x, i128 k) {
+  return fits(x.dtype(), k) ? x.lt(x.const_like(int64_t(k))) : UOp();
+}
+UOp const_lt(i128 k, const UOp& x) {
+  return fits(x.dtype(), k) ? x.const_like(int64_t(k)).lt(x) : UOp();
+}
 
 // x*c0 < c1 for integers: x < ceil(c1/c0) when c0 > 0; floor(c1/c0) < x when c0 < 0.
 UOp mul_lt(const UOp& x, int64_t c0, int64_t c1) {
@@ -121,10 +125,34 @@ UOp mul_eq(Ops op, const UOp& x, int64_t c0, int64_t c1) {
   return x.alu(op, x.const_like(c1 / c0));
 }
 
+// Conditions and computed replacements of the rules below.
+bool moves_right(const Match& m) {
+  return signed_operands(m) && fits(operand(m), i128{cval(m[c1])} - cval(m[c0]));
+}
+bool moves_left(const Match& m) {
+  return signed_operands(m) && fits(operand(m), i128{cval(m[c0])} - cval(m[c1]));
+}
+bool below_max(const Match& m) {
+  return symbolic::is_signed_int(m[x].dtype()) && cval(m[c0]) < dtypes::max_int(m[x].dtype());
+}
+bool signed_sum(const Match& m) { return symbolic::is_signed_int(m[sum].dtype()); }
+bool above_bound(const Match& m) {
+  return symbolic::is_signed_int(m[x].dtype()) && m[x].vmin() >= m[y].vmax();
+}
+UOp mul_lt_rule(const Match& m) { return mul_lt(m[x], cval(m[c0]), cval(m[c1])); }
+UOp lt_mul_rule(const Match& m) { return lt_mul(cval(m[c0]), m[x], cval(m[c1])); }
+UOp div_lt_rule(const Match& m) { return div_lt(m[x], cval(m[c0]), cval(m[c1])); }
+UOp lt_div_rule(const Match& m) { return lt_div(cval(m[c0]), m[x], cval(m[c1])); }
+UOp lt_folding_rule(const Match& m) { return lt_folding(m[sum], cval(m[c1])); }
+UOp simplex_rule(const Match& m) { return simplex(m[sum]); }
+UOp mul_ne_rule(const Match& m) { return mul_eq(Ops::CMPNE, m[x], cval(m[c0]), cval(m[c1])); }
+UOp mul_eq_rule(const Match& m) { return mul_eq(Ops::CMPEQ, m[x], cval(m[c0]), cval(m[c1])); }
+
+const UPat one = UPat::const_(int64_t{1});
+
 }  // namespace
 
 std::vector<Rule> rules_cmp() {
-  const UPat one = UPat::const_(int64_t{1});
   return {
       // x < x -> False
       rule(xa.lt(xa), f),
@@ -132,56 +160,33 @@ std::vector<Rule> rules_cmp() {
       rule(xib.ne(xib), f),
       rule(xib.eq(xib), t),
       // x + c0 < c1 -> x < c1-c0
-      rule((x + c0).lt(c1), x.lt(c1 - c0),
-           [](const Match& m) {
-             return signed_operands(m) && fits(operand(m), i128{cval(m[c1])} - cval(m[c0]));
-           }),
+      rule((x + c0).lt(c1), x.lt(c1 - c0), moves_right),
       // c0 < x + c1 -> c0-c1 < x
-      rule(c0.lt(x + c1), (c0 - c1).lt(x),
-           [](const Match& m) {
-             return signed_operands(m) && fits(operand(m), i128{cval(m[c0])} - cval(m[c1]));
-           }),
+      rule(c0.lt(x + c1), (c0 - c1).lt(x), moves_left),
       // x*c0 < c1 -> x < ceil(c1/c0) or floor(c1/c0) < x
-      rule((x * c0).lt(c1), [](const Match& m) { return mul_lt(m[x], cval(m[c0]), cval(m[c1])); },
-           signed_operands),
+      rule((x * c0).lt(c1), mul_lt_rule, signed_operands),
       // c0 < x*c1 -> floor(c0/c1) < x or x < ceil(c0/c1)
-      rule(c0.lt(x * c1), [](const Match& m) { return lt_mul(cval(m[c0]), m[x], cval(m[c1])); },
-           signed_operands),
+      rule(c0.lt(x * c1), lt_mul_rule, signed_operands),
       // x//c0 < c1 -> x < c1*c0 or x < (c1-1)*c0 + 1
-      rule((x / c0).lt(c1), [](const Match& m) { return div_lt(m[x], cval(m[c0]), cval(m[c1])); },
-           signed_operands),
+      rule((x / c0).lt(c1), div_lt_rule, signed_operands),
       // c0 < x//c1 -> (c0+1)*c1 - 1 < x or c0*c1 < x
-      rule(c0.lt(x / c1), [](const Match& m) { return lt_div(cval(m[c0]), m[x], cval(m[c1])); },
-           signed_operands),
+      rule(c0.lt(x / c1), lt_div_rule, signed_operands),
       // x*-1 < y*-1 -> y < x
       rule((x * -1).lt(y * -1), y.lt(x), signed_operands),
       // d*q + p < c -> q < c/d
-      rule(sum.lt(c1), [](const Match& m) { return lt_folding(m[sum], cval(m[c1])); },
-           signed_operands),
+      rule(sum.lt(c1), lt_folding_rule, signed_operands),
       // !(c < x) -> x < c+1
-      rule(c0.lt(x).logical_not(), x.lt(c0 + 1),
-           [](const Match& m) {
-             return symbolic::is_signed_int(m[x].dtype()) &&
-                    cval(m[c0]) < dtypes::max_int(m[x].dtype());
-           }),
+      rule(c0.lt(x).logical_not(), x.lt(c0 + 1), below_max),
       // !(f0*v0 + ... < 1) -> !(v0 + ... < 1)
-      rule(sum.lt(one).logical_not(), [](const Match& m) { return simplex(m[sum]); },
-           [](const Match& m) { return symbolic::is_signed_int(m[sum].dtype()); }),
+      rule(sum.lt(one).logical_not(), simplex_rule, signed_sum),
       // x + c0 != c1 -> x != c1-c0 ; x + c0 == c1 -> x == c1-c0
       rule((x + c0).ne(c1), x.ne(c1 - c0)),
       rule((x + c0).eq(c1), x.eq(c1 - c0)),
       // x*c0 != c1 -> x != c1/c0 or True ; x*c0 == c1 -> x == c1/c0 or False
-      rule((x * c0).ne(c1),
-           [](const Match& m) { return mul_eq(Ops::CMPNE, m[x], cval(m[c0]), cval(m[c1])); },
-           signed_operands),
-      rule((x * c0).eq(c1),
-           [](const Match& m) { return mul_eq(Ops::CMPEQ, m[x], cval(m[c0]), cval(m[c1])); },
-           signed_operands),
+      rule((x * c0).ne(c1), mul_ne_rule, signed_operands),
+      rule((x * c0).eq(c1), mul_eq_rule, signed_operands),
       // max(x, y) -> x when x >= y
-      rule(x.maximum(y), x,
-           [](const Match& m) {
-             return symbolic::is_signed_int(m[x].dtype()) && m[x].vmin() >= m[y].vmax();
-           }),
+      rule(x.maximum(y), x, above_bound),
       // max(x, x) -> x
       rule(xa.maximum(xa), xa),
   };

@@ -20,10 +20,11 @@ const UPat xib = UPat::var("x", DTypeClass::ints_or_bool);
 
 UOp fold(const UOp& u) {
   if (u.dtype().count() != 1 || u.dtype().is_ptr()) return {};
+  for (const UOp& s : u.src())
+    if (!s.is_const()) return {};
   std::vector<ConstValue> vals;
   std::vector<DType> dts;
   for (const UOp& s : u.src()) {
-    if (!s.is_const()) return {};
     vals.push_back(s.const_value());
     dts.push_back(s.dtype());
   }
@@ -54,15 +55,26 @@ const UPat bounded =
 const UPat commutative = UPat::ops(OpSet::group(kCommutative)).named("u");
 const UPat zero = UPat::const_(int64_t{0});
 
+UOp fold_rule(const Match& m) { return fold(m[any_alu]); }
+bool one_value(const Match& m) { return bounds_decide(m[bounded]); }
+UOp the_value(const Match& m) { return m[bounded].const_like(m[bounded].vmin()); }
+bool unordered(const Match& m) {
+  const UOp& u = m[commutative];
+  return u.src().size() == 2 && !ordered_as_chain(u) && symbolic::order_less(u.src(1), u.src(0));
+}
+UOp swapped(const Match& m) {
+  const UOp& u = m[commutative];
+  return u.replace({u.src(1), u.src(0)});
+}
+
 }  // namespace
 
 std::vector<Rule> rules_const() {
   return {
       // op(c0, c1, ...) -> its value
-      rule(any_alu, [](const Match& m) { return fold(m[any_alu]); }),
+      rule(any_alu, fold_rule),
       // a node whose bounds hold one value v -> v
-      rule(bounded, [](const Match& m) { return m[bounded].const_like(m[bounded].vmin()); },
-           [](const Match& m) { return bounds_decide(m[bounded]); }),
+      rule(bounded, the_value, one_value),
       // x + 0 -> x
       rule(xib + 0, xib),
       // x * 1 -> x
@@ -70,15 +82,7 @@ std::vector<Rule> rules_const() {
       // x * 0 -> 0
       rule(xi * 0, zero),
       // b op a -> a op b when a < b in the canonical order
-      rule(commutative,
-           [](const Match& m) {
-             const UOp& u = m[commutative];
-             return u.replace({u.src(1), u.src(0)});
-           },
-           [](const Match& m) {
-             const UOp& u = m[commutative];
-             return !ordered_as_chain(u) && symbolic::order_less(u.src(1), u.src(0));
-           }),
+      rule(commutative, swapped, unordered),
   };
 }
 

@@ -26,9 +26,8 @@
 //             divisor, coefficients split by floor division)        x >= 0, b >= 0, y > 0
 // Sums holding both halves of a division (any sign, any integer dtype; C's definition of %):
 //   (x // c)*(c*k) + (x % c)*k -> x*k        (x // y)*y*k + (x % y)*k -> x*k
-#include <set>
-
 #include <limits>
+#include <set>
 
 #include "ir/scalar.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -262,8 +261,8 @@ UOp fold_nest_by_factor(const Division& v) {
 
 // x // c by the sum rules above, for nest_by_factor's inner division.
 UOp fold_const_div(const Division& v) {
-  for (auto fold : {fold_exact, fold_binary, fold_congruence, fold_gcd_remainder,
-                    fold_nest_by_factor})
+  for (auto fold :
+       {fold_exact, fold_binary, fold_congruence, fold_gcd_remainder, fold_nest_by_factor})
     if (UOp r = fold(v)) return r;
   return fold_factor_remainder(v.op, v.x, v.x.const_like(v.c));
 }
@@ -348,7 +347,19 @@ std::optional<Half> as_half(const UOp& base) {
   return std::nullopt;
 }
 
+// Does a canonical sum hold a term whose base is a MOD? (A cheap look before splitting it.)
+bool holds_mod_term(const UOp& root) {
+  auto is_mod_term = [](const UOp& t) {
+    return t.op() == Ops::MOD || (t.op() == Ops::MUL && t.src(0).op() == Ops::MOD);
+  };
+  const UOp* n = &root;
+  for (; n->op() == Ops::ADD; n = &n->src(0))
+    if (is_mod_term(n->src(1)) || n->src(1).op() == Ops::ADD) return true;
+  return is_mod_term(*n);
+}
+
 UOp fold_div_mod_pairs(const UOp& root) {
+  if (!holds_mod_term(root)) return {};
   Sum s = symbolic::split_sum(root);
   for (size_t i = 0; i < s.terms.size(); ++i) {
     auto q = as_half(s.terms[i].base);
@@ -396,6 +407,12 @@ bool divides_first(const Match& m) {
   int64_t a = cval(m[c0]), b = cval(m[c1]);
   return signed_int(m) && a > 0 && b > 0 && a % b == 0;
 }
+bool nonnegative_nested(const Match& m) {
+  return positive_pair(m) && m[x].vmin() >= 0 && m[n].vmin() >= 0;
+}
+UOp cancel_rule(const Match& m) { return cancel_divmod(m[div_mod]); }
+UOp remainder_rule(const Match& m) { return fold_factor_remainder(m.root().op(), m[x], m[y]); }
+UOp pairs_rule(const Match& m) { return fold_div_mod_pairs(m[int_add]); }
 
 }  // namespace
 
@@ -416,7 +433,7 @@ std::vector<Rule> rules_divmod() {
       // (x % y) % y -> x % y
       rule((x % y).named("m") % y, (x % y).named("m")),
       // x op y -> q or x - q*y when the bounds give one quotient
-      rule(div_mod, [](const Match& m) { return cancel_divmod(m[div_mod]); }, signed_int),
+      rule(div_mod, cancel_rule, signed_int),
       // x // y -> -(x // -y) ; x % y -> x % -y   (y < 0)
       rule(x / y, -(x / -y), divisor_negative),
       rule(x % y, x % -y, divisor_negative),
@@ -430,16 +447,13 @@ std::vector<Rule> rules_divmod() {
       // (x % c0) % c1 -> x % c1   (c1 | c0)
       rule((x % c0) % c1, x % c1, divides_first),
       // (x // c0 + a) // c1 -> (x + a*c0) // (c0*c1)   (x >= 0, x//c0 + a >= 0)
-      rule(n / c1, (x + a * c0) / (c0 * c1),
-           [](const Match& m) {
-             return positive_pair(m) && m[x].vmin() >= 0 && m[n].vmin() >= 0;
-           }),
+      rule(n / c1, (x + a * c0) / (c0 * c1), nonnegative_nested),
       // sums over a constant: exact, binary, nested, congruence, gcd, factor (in that order)
       rule(div_mod, fold_sum_by_const),
       // remainder: (a*y + b) op y, a constant or variable y
-      rule(div_mod, [](const Match& m) { return fold_factor_remainder(m.root().op(), m[x], m[y]); }),
+      rule(div_mod, remainder_rule),
       // (x // c)*(c*k) + (x % c)*k -> x*k
-      rule(int_add, [](const Match& m) { return fold_div_mod_pairs(m[int_add]); }),
+      rule(int_add, pairs_rule),
   };
 }
 

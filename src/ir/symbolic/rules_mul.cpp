@@ -60,6 +60,8 @@ UOp canonical_product(const UOp& root) {
   return out == root ? UOp() : out;
 }
 
+UOp canonical_product_rule(const Match& m) { return canonical_product(m[int_mul]); }
+
 }  // namespace
 
 std::vector<Rule> rules_mul() {
@@ -67,7 +69,7 @@ std::vector<Rule> rules_mul() {
       // (x + y)*c -> x*c + y*c
       rule((x + y) * c, x * c + y * c),
       // a product -> its canonical form (flattened, ordered, one constant last)
-      rule(int_mul, [](const Match& m) { return canonical_product(m[int_mul]); }),
+      rule(int_mul, canonical_product_rule),
   };
 }
 

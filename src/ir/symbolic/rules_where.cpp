@@ -2,8 +2,8 @@
 //   where(True, a, b) -> a            where(False, a, b) -> b          where(c, a, a) -> a
 //   where(c, True, False) -> c        where(c, False, True) -> !c
 //   where(!c, a, b) -> where(c, b, a)
-//   where(c, where(c, a, b), d) -> where(c, a, d)      where(c, a, where(c, b, d)) -> where(c, a, d)
-//   where(c, where(e, a, b), b) -> where(c & e, a, b)
+//   where(c, where(c, a, b), d) -> where(c, a, d)      where(c, a, where(c, b, d)) -> where(c, a,
+//   d) where(c, where(e, a, b), b) -> where(c & e, a, b)
 //   !!x -> x       x & True -> x      x & False -> False      x | False -> x      x | True -> True
 //   x ^ False -> x        x ^ True -> !x        x != False -> x     x == True -> x
 //   x == False -> !x      x & !x -> False       x | !x -> True

@@ -18,8 +18,8 @@ using namespace vkgrad;
 namespace {
 
 const std::vector<DType> kScalars = {
-    dtypes::bool_,    dtypes::int8,    dtypes::uint8,   dtypes::int16,   dtypes::uint16,
-    dtypes::int32,    dtypes::uint32,  dtypes::int64,   dtypes::uint64,  dtypes::float16,
+    dtypes::bool_,    dtypes::int8,    dtypes::uint8,   dtypes::int16,  dtypes::uint16,
+    dtypes::int32,    dtypes::uint32,  dtypes::int64,   dtypes::uint64, dtypes::float16,
     dtypes::bfloat16, dtypes::float32, dtypes::float64,
 };
 
@@ -185,21 +185,36 @@ TEST(Promotion, NamedPairs) {
     DType a, b, want;
   };
   const Case cases[] = {
-      {bool_, bool_, bool_},         {bool_, int8, int8},
-      {bool_, uint8, uint8},         {int8, uint8, int16},
-      {uint8, int8, int16},          {int8, int16, int16},
-      {uint8, int16, int16},         {uint8, uint16, uint16},
-      {int8, uint16, int32},         {int16, uint16, int32},
-      {int32, uint32, int64},        {uint32, int8, int64},
-      {uint32, uint64, uint64},      {int64, uint64, float16},
-      {int8, uint64, float16},       {bool_, uint64, uint64},
-      {float16, bfloat16, float32},  {int32, float16, float16},
-      {int64, bfloat16, bfloat16},   {uint64, bfloat16, bfloat16},
-      {bool_, float32, float32},     {float16, float32, float32},
-      {bfloat16, float64, float64},  {float32, float64, float64},
-      {int64, float64, float64},     {dtypes::index, int32, dtypes::index},
-      {dtypes::index, bool_, dtypes::index},         {dtypes::index, uint64, dtypes::index},
-      {dtypes::index, float32, float32},     {dtypes::index, dtypes::index, dtypes::index},
+      {bool_, bool_, bool_},
+      {bool_, int8, int8},
+      {bool_, uint8, uint8},
+      {int8, uint8, int16},
+      {uint8, int8, int16},
+      {int8, int16, int16},
+      {uint8, int16, int16},
+      {uint8, uint16, uint16},
+      {int8, uint16, int32},
+      {int16, uint16, int32},
+      {int32, uint32, int64},
+      {uint32, int8, int64},
+      {uint32, uint64, uint64},
+      {int64, uint64, float16},
+      {int8, uint64, float16},
+      {bool_, uint64, uint64},
+      {float16, bfloat16, float32},
+      {int32, float16, float16},
+      {int64, bfloat16, bfloat16},
+      {uint64, bfloat16, bfloat16},
+      {bool_, float32, float32},
+      {float16, float32, float32},
+      {bfloat16, float64, float64},
+      {float32, float64, float64},
+      {int64, float64, float64},
+      {dtypes::index, int32, dtypes::index},
+      {dtypes::index, bool_, dtypes::index},
+      {dtypes::index, uint64, dtypes::index},
+      {dtypes::index, float32, float32},
+      {dtypes::index, dtypes::index, dtypes::index},
       {int32, int32, int32},
   };
   for (const Case& c : cases) {
@@ -257,17 +272,17 @@ TEST(Float16, KnownBitPatterns) {
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
   EXPECT_EQ(float_to_half_bits(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);
-  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);                // largest finite
-  EXPECT_EQ(float_to_half_bits(65519.99f), 0x7bff);               // below the midpoint
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);                // midpoint rounds to even: Inf
-  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);                    // overflow
-  EXPECT_EQ(float_to_half_bits(-1e6f), 0xfc00);                   //
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400);   // smallest normal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);   // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);   // tie with 0: even
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);   // above the tie
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);   // tie 1|2: even
-  EXPECT_EQ(float_to_half_bits(std::ldexp(5.0f, -25)), 0x0002);   // tie 2|3: even
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);                  // largest finite
+  EXPECT_EQ(float_to_half_bits(65519.99f), 0x7bff);                 // below the midpoint
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);                  // midpoint rounds to even: Inf
+  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);                      // overflow
+  EXPECT_EQ(float_to_half_bits(-1e6f), 0xfc00);                     //
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400);     // smallest normal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);     // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);     // tie with 0: even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.5f, -25)), 0x0001);     // above the tie
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);     // tie 1|2: even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(5.0f, -25)), 0x0002);     // tie 2|3: even
   EXPECT_EQ(float_to_half_bits(std::ldexp(1023.0f, -24)), 0x03ff);  // largest subnormal
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie: even
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie: even (up)

@@ -24,7 +24,9 @@ UOp u64(int64_t v) { return k(dtypes::uint64, v); }
 UOp f32(double v) { return k(dtypes::float32, v); }
 UOp f64(double v) { return k(dtypes::float64, v); }
 
-int64_t ival(const UOp& u, const InterpEnv& env = {}) { return std::get<int64_t>(evaluate(u, env)); }
+int64_t ival(const UOp& u, const InterpEnv& env = {}) {
+  return std::get<int64_t>(evaluate(u, env));
+}
 double dval(const UOp& u) { return std::get<double>(evaluate(u)); }
 bool bval(const UOp& u) { return std::get<bool>(evaluate(u)); }
 
@@ -107,6 +109,12 @@ TEST(Interp, Comparisons) {
   EXPECT_TRUE(bval(t | f));
   EXPECT_TRUE(bval(t ^ f));
   EXPECT_TRUE(bval(t.maximum(f)));
+  // Sums and products of bools (the spec allows them; 1+1 is still true).
+  EXPECT_TRUE(bval(t + t));
+  EXPECT_TRUE(bval(t + f));
+  EXPECT_FALSE(bval(f + f));
+  EXPECT_TRUE(bval(t * t));
+  EXPECT_FALSE(bval(t * f));
 }
 
 TEST(Interp, Float32Rounding) {
@@ -173,7 +181,8 @@ TEST(Interp, Casts) {
 
 TEST(Interp, CastFromLargeUnsigned) {
   // uint64 values above INT64_MAX are stored as their bits; a cast must see the unsigned value.
-  EXPECT_EQ(dval(u64(-1).cast(dtypes::float32)), static_cast<double>(static_cast<float>(UINT64_MAX)));
+  EXPECT_EQ(dval(u64(-1).cast(dtypes::float32)),
+            static_cast<double>(static_cast<float>(UINT64_MAX)));
   EXPECT_EQ(dval(u64(-1).cast(dtypes::float64)), static_cast<double>(UINT64_MAX));
   EXPECT_EQ(dval(u64(INT64_MIN).cast(dtypes::float64)), std::ldexp(1.0, 63));
   EXPECT_EQ(ival(u64(-1).cast(dtypes::int64)), -1);
@@ -215,6 +224,16 @@ TEST(Interp, WhereAndMax) {
   EXPECT_EQ(ival(u64(-1).maximum(u64(2))), -1);
   EXPECT_EQ(ival(i8(-128).maximum(i8(-1))), -1);
   EXPECT_EQ(ival(i32(-3).minimum(i32(2))), -3);
+  // minimum at the ends of the range, where negating would wrap
+  EXPECT_EQ(ival(u8(0).minimum(u8(5))), 0);
+  EXPECT_EQ(ival(u8(255).minimum(u8(5))), 5);
+  EXPECT_EQ(ival(u32(0xFFFFFFFF).minimum(u32(3))), 3);
+  EXPECT_EQ(ival(u64(-1).minimum(u64(0))), 0);
+  EXPECT_EQ(ival(i32(INT32_MIN).minimum(i32(0))), INT32_MIN);
+  EXPECT_EQ(ival(i8(-128).minimum(i8(127))), -128);
+  EXPECT_EQ(ival(k(dtypes::index, -5).minimum(k(dtypes::index, 7))), -5);
+  EXPECT_EQ(dval(f32(-0.5).minimum(f32(2.0))), -0.5);
+  EXPECT_FALSE(bval(k(dtypes::bool_, true).minimum(k(dtypes::bool_, false))));
   EXPECT_EQ(ival(UOp::make(Ops::MULACC, dtypes::int32, {i32(3), i32(4), i32(5)})), 17);
   EXPECT_EQ(dval(UOp::make(Ops::MULACC, dtypes::float32, {f32(3), f32(4), f32(0.5)})), 12.5);
   EXPECT_EQ(dval(UOp::make(Ops::POW, dtypes::float32, {f32(2), f32(10)})), 1024.0);
@@ -231,13 +250,14 @@ TEST(Interp, VariablesRangesAndErrors) {
   env.vars["x"] = 7;
   env.ranges[3] = 5;
   EXPECT_EQ(ival(x * 16 + r, env), 117);
-  EXPECT_EQ(ival(UOp::special("gidx0", UOp::const_(dtypes::index, 4)) * 2, InterpEnv{{{"gidx0", 3}}, {}}),
-            6);
+  EXPECT_EQ(
+      ival(UOp::special("gidx0", UOp::const_(dtypes::index, 4)) * 2, InterpEnv{{{"gidx0", 3}}, {}}),
+      6);
   EXPECT_EQ(ival(UOp::variable("n", 0, 9).bind(4) + 1), 5);  // a bound variable needs no env
   UOp v8 = UOp::variable("b", -128, 127, dtypes::int8);
   EXPECT_EQ(ival(v8, InterpEnv{{{"b", 200}}, {}}), -56);  // wrapped to the dtype
-  EXPECT_THROW(evaluate(x), Error);                   // no value for x
-  EXPECT_THROW(evaluate(r), Error);                   // no value for the range
+  EXPECT_THROW(evaluate(x), Error);                       // no value for x
+  EXPECT_THROW(evaluate(r), Error);                       // no value for the range
   EXPECT_THROW(evaluate(UOp::define_global(dtypes::float32.ptr(), 0).index(r).load(), env), Error);
   EXPECT_THROW(evaluate(f32(1.0) % f32(2.0)), Error);  // MOD is not defined on floats
 }

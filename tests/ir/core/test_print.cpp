@@ -17,7 +17,8 @@ UOp ic(int64_t v) { return UOp::const_(dtypes::index, v); }
 
 TEST(ToString, Leaf) {
   EXPECT_EQ(to_string(x()), "UOp(Ops.DEFINE_VAR, dtypes.index, arg=('x', 0, 10), src=())");
-  EXPECT_EQ(to_string(UOp::const_(dtypes::int32, -3)), "UOp(Ops.CONST, dtypes.int32, arg=-3, src=())");
+  EXPECT_EQ(to_string(UOp::const_(dtypes::int32, -3)),
+            "UOp(Ops.CONST, dtypes.int32, arg=-3, src=())");
   EXPECT_EQ(to_string(UOp()), "UOp(null)");
 }
 
@@ -102,6 +103,17 @@ TEST(ToString, DeterministicAcrossBuilds) {
     EXPECT_EQ(to_string(build()), first);
   }
   EXPECT_EQ(to_string(build()), first);
+}
+
+// 2^200 paths but 201 nodes: each shared node is printed once, so the text stays small.
+TEST(ToString, DiamondGraphPrintsLinearly) {
+  UOp u = x();
+  for (int i = 0; i < 200; ++i) u = u + u;
+  std::string s = to_string(u);
+  EXPECT_LT(s.size(), 200u * 200u);
+  EXPECT_NE(s.find("x199:=UOp(Ops.DEFINE_VAR"), std::string::npos);  // the deepest, named last
+  const std::string tail = "    x1,)),\n  x0,))";
+  EXPECT_EQ(s.substr(s.size() - tail.size()), tail);
 }
 
 TEST(ToString, IndentationStopsGrowing) {

@@ -84,12 +84,12 @@ TEST(Spec, ValidGraphsPass) {
 }
 
 TEST(Spec, Const) {
-  expect_invalid(mk(Ops::CONST, dtypes::int32, {}, 1.5), "CONST");            // double for int
-  expect_invalid(mk(Ops::CONST, dtypes::float32, {}, int64_t{1}), "CONST");   // int for float
-  expect_invalid(mk(Ops::CONST, dtypes::bool_, {}, int64_t{1}), "CONST");     // int for bool
-  expect_invalid(mk(Ops::CONST, dtypes::int32, {}, true), "CONST");           // bool for int
-  expect_invalid(mk(Ops::CONST, dtypes::void_, {}, int64_t{0}), "CONST");     // void
-  expect_invalid(mk(Ops::CONST, dtypes::int32, {}), "CONST");                 // no value
+  expect_invalid(mk(Ops::CONST, dtypes::int32, {}, 1.5), "CONST");               // double for int
+  expect_invalid(mk(Ops::CONST, dtypes::float32, {}, int64_t{1}), "CONST");      // int for float
+  expect_invalid(mk(Ops::CONST, dtypes::bool_, {}, int64_t{1}), "CONST");        // int for bool
+  expect_invalid(mk(Ops::CONST, dtypes::int32, {}, true), "CONST");              // bool for int
+  expect_invalid(mk(Ops::CONST, dtypes::void_, {}, int64_t{0}), "CONST");        // void
+  expect_invalid(mk(Ops::CONST, dtypes::int32, {}), "CONST");                    // no value
   expect_invalid(mk(Ops::CONST, dtypes::int32, {i32(1)}, int64_t{1}), "CONST");  // a source
 }
 
@@ -98,9 +98,9 @@ TEST(Spec, DefineVarAndBind) {
   expect_invalid(mk(Ops::DEFINE_VAR, dtypes::float32, {}, VarArg{"v", 0, 4}), "DEFINE_VAR");
   expect_invalid(mk(Ops::DEFINE_VAR, dtypes::index, {}, int64_t{3}), "DEFINE_VAR");
   UOp v = UOp::variable("v", 0, 4);
-  expect_invalid(mk(Ops::BIND, dtypes::int32, {v, idx(2)}), "BIND");          // dtype differs
-  expect_invalid(mk(Ops::BIND, dtypes::index, {v, v}), "BIND");               // value not CONST
-  expect_invalid(mk(Ops::BIND, dtypes::index, {idx(1), idx(2)}), "BIND");     // not a variable
+  expect_invalid(mk(Ops::BIND, dtypes::int32, {v, idx(2)}), "BIND");       // dtype differs
+  expect_invalid(mk(Ops::BIND, dtypes::index, {v, v}), "BIND");            // value not CONST
+  expect_invalid(mk(Ops::BIND, dtypes::index, {idx(1), idx(2)}), "BIND");  // not a variable
 }
 
 TEST(Spec, RangeAndSpecial) {
@@ -113,8 +113,13 @@ TEST(Spec, RangeAndSpecial) {
 
 TEST(Spec, Unary) {
   UOp f = fval();
-  expect_invalid(mk(Ops::SQRT, dtypes::float64, {f}), "SQRT");
+  UOp i = UOp::variable("i", 0, 1, dtypes::int32);
+  expect_invalid(mk(Ops::SQRT, dtypes::float64, {f}), "SQRT");  // dtype differs
   expect_invalid(mk(Ops::NEG, dtypes::float32, {f, f}), "NEG");
+  for (Ops op : {Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL})
+    expect_invalid(mk(op, dtypes::int32, {i}), std::string(op_name(op)).c_str());  // floats only
+  EXPECT_NO_THROW(verify(i.alu(Ops::NEG)));
+  EXPECT_NO_THROW(verify(f.alu(Ops::RECIPROCAL)));
 }
 
 TEST(Spec, Binary) {
@@ -134,6 +139,8 @@ TEST(Spec, IntegerAndFloatDivision) {
   expect_invalid(mk(Ops::MOD, dtypes::float32, {f, f}), "MOD");
   expect_invalid(mk(Ops::FDIV, dtypes::int32, {i, i}), "FDIV");
   expect_invalid(mk(Ops::IDIV, dtypes::int32, {i, f}), "IDIV");
+  expect_invalid(mk(Ops::SHL, dtypes::float32, {f, f}), "SHL");  // shifts are integer ops
+  expect_invalid(mk(Ops::SHR, dtypes::float32, {f, f}), "SHR");
 }
 
 TEST(Spec, Bitwise) {
@@ -146,18 +153,18 @@ TEST(Spec, Bitwise) {
 TEST(Spec, Comparisons) {
   UOp i = UOp::variable("i", 0, 1, dtypes::int32);
   UOp l = UOp::variable("l", 0, 1, dtypes::int64);
-  expect_invalid(mk(Ops::CMPLT, dtypes::int32, {i, i}), "CMPLT");   // not bool
-  expect_invalid(mk(Ops::CMPNE, dtypes::bool_, {i, l}), "CMPNE");   // operands differ
-  expect_invalid(mk(Ops::CMPEQ, dtypes::bool_, {i}), "CMPEQ");      // one operand
+  expect_invalid(mk(Ops::CMPLT, dtypes::int32, {i, i}), "CMPLT");  // not bool
+  expect_invalid(mk(Ops::CMPNE, dtypes::bool_, {i, l}), "CMPNE");  // operands differ
+  expect_invalid(mk(Ops::CMPEQ, dtypes::bool_, {i}), "CMPEQ");     // one operand
   UOp v = mk(Ops::VECTORIZE, dtypes::int32.vec(2), {i, i});
-  expect_invalid(mk(Ops::CMPLT, dtypes::bool_, {v, v}), "CMPLT");   // width differs
+  expect_invalid(mk(Ops::CMPLT, dtypes::bool_, {v, v}), "CMPLT");  // width differs
   EXPECT_NO_THROW(verify(mk(Ops::CMPLT, dtypes::bool_.vec(2), {v, v})));
 }
 
 TEST(Spec, Where) {
   UOp i = UOp::variable("i", 0, 1, dtypes::int32);
   UOp b = i.lt(1);
-  expect_invalid(mk(Ops::WHERE, dtypes::int32, {i, i, i}), "WHERE");               // int cond
+  expect_invalid(mk(Ops::WHERE, dtypes::int32, {i, i, i}), "WHERE");  // int cond
   expect_invalid(mk(Ops::WHERE, dtypes::int32, {b, i, i.cast(dtypes::int64)}), "WHERE");
   expect_invalid(mk(Ops::WHERE, dtypes::int64, {b, i, i}), "WHERE");
   expect_invalid(mk(Ops::WHERE, dtypes::int32, {b, i}), "WHERE");
@@ -173,7 +180,7 @@ TEST(Spec, CastAndBitcast) {
   UOp f = fval();
   expect_invalid(mk(Ops::CAST, dtypes::float32.ptr(), {f}), "CAST");
   expect_invalid(mk(Ops::CAST, dtypes::void_, {f}), "CAST");
-  expect_invalid(mk(Ops::BITCAST, dtypes::int64, {f}), "BITCAST");   // size change
+  expect_invalid(mk(Ops::BITCAST, dtypes::int64, {f}), "BITCAST");  // size change
   expect_invalid(mk(Ops::BITCAST, dtypes::int16, {f}), "BITCAST");
 }
 
@@ -189,22 +196,22 @@ TEST(Spec, IndexLoadStoreEnd) {
   UOp g = UOp::define_global(p, 0);
   UOp r = UOp::range(16, 0);
   UOp f = fval();
-  expect_invalid(mk(Ops::INDEX, p, {f, r}), "INDEX");                      // not a pointer
-  expect_invalid(mk(Ops::INDEX, p, {g, f}), "INDEX");                      // float index
-  expect_invalid(mk(Ops::INDEX, p, {g, r, r}), "INDEX");                   // valid not bool
-  expect_invalid(mk(Ops::INDEX, dtypes::float32, {g, r}), "INDEX");        // dtype not the ptr
-  expect_invalid(mk(Ops::INDEX, p, {g}), "INDEX");                         // no index
+  expect_invalid(mk(Ops::INDEX, p, {f, r}), "INDEX");                // not a pointer
+  expect_invalid(mk(Ops::INDEX, p, {g, f}), "INDEX");                // float index
+  expect_invalid(mk(Ops::INDEX, p, {g, r, r}), "INDEX");             // valid not bool
+  expect_invalid(mk(Ops::INDEX, dtypes::float32, {g, r}), "INDEX");  // dtype not the ptr
+  expect_invalid(mk(Ops::INDEX, p, {g}), "INDEX");                   // no index
   UOp ix = g.index(r);
-  expect_invalid(mk(Ops::LOAD, dtypes::float32, {r}), "LOAD");             // not a pointer
-  expect_invalid(mk(Ops::LOAD, dtypes::int32, {ix}), "LOAD");              // dtype differs
-  expect_invalid(mk(Ops::STORE, dtypes::void_, {ix, i32(1)}), "STORE");    // value dtype
-  expect_invalid(mk(Ops::STORE, dtypes::float32, {ix, f}), "STORE");       // not void
-  expect_invalid(mk(Ops::STORE, dtypes::void_, {r, f}), "STORE");          // not a pointer
-  expect_invalid(mk(Ops::STORE, dtypes::void_, {ix}), "STORE");            // no value
+  expect_invalid(mk(Ops::LOAD, dtypes::float32, {r}), "LOAD");           // not a pointer
+  expect_invalid(mk(Ops::LOAD, dtypes::int32, {ix}), "LOAD");            // dtype differs
+  expect_invalid(mk(Ops::STORE, dtypes::void_, {ix, i32(1)}), "STORE");  // value dtype
+  expect_invalid(mk(Ops::STORE, dtypes::float32, {ix, f}), "STORE");     // not void
+  expect_invalid(mk(Ops::STORE, dtypes::void_, {r, f}), "STORE");        // not a pointer
+  expect_invalid(mk(Ops::STORE, dtypes::void_, {ix}), "STORE");          // no value
   UOp st = ix.store(f);
-  expect_invalid(mk(Ops::END, dtypes::void_, {st, f}), "END");             // not a RANGE
-  expect_invalid(mk(Ops::END, dtypes::void_, {st}), "END");                // no range
-  expect_invalid(mk(Ops::END, dtypes::int32, {st, r}), "END");             // not void
+  expect_invalid(mk(Ops::END, dtypes::void_, {st, f}), "END");  // not a RANGE
+  expect_invalid(mk(Ops::END, dtypes::void_, {st}), "END");     // no range
+  expect_invalid(mk(Ops::END, dtypes::int32, {st, r}), "END");  // not void
   EXPECT_NO_THROW(verify(st.end({r})));
 }
 

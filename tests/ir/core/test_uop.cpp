@@ -31,10 +31,10 @@ TEST(Intern, SameStructureSamePointer) {
 
 TEST(Intern, DifferentFieldsDifferentNodes) {
   UOp x = var("x"), y = var("y");
-  EXPECT_NE(x + y, y + x);  // source order is structure
-  EXPECT_NE(x + y, x * y);  // op
+  EXPECT_NE(x + y, y + x);                           // source order is structure
+  EXPECT_NE(x + y, x * y);                           // op
   EXPECT_NE(c32(1), UOp::const_(dtypes::int64, 1));  // dtype
-  EXPECT_NE(c32(1), c32(2));                          // arg
+  EXPECT_NE(c32(1), c32(2));                         // arg
   EXPECT_NE(var("x"), UOp::variable("x", 0, 101, dtypes::int32));
   EXPECT_NE(var("x"), var("x", dtypes::index));
   // Arg alternatives that print alike stay apart: int 1, double 1.0, bool true.
@@ -106,7 +106,9 @@ TEST(Intern, KeyIsStructuralNotAddress) {
   EXPECT_NE(arg_hash(Arg{int64_t{1}}), arg_hash(Arg{true}));
 }
 
-TEST(Intern, NullSourceThrows) { EXPECT_THROW(UOp::make(Ops::SINK, dtypes::void_, {UOp()}), InternalError); }
+TEST(Intern, NullSourceThrows) {
+  EXPECT_THROW(UOp::make(Ops::SINK, dtypes::void_, {UOp()}), InternalError);
+}
 
 // ------------------------------------------------------------------ lifetime
 
@@ -199,8 +201,12 @@ TEST(Builders, OtherBinaryOps) {
   EXPECT_EQ((a * 2).op(), Ops::MUL);
   EXPECT_EQ(a.maximum(b).op(), Ops::MAX);
   EXPECT_EQ(a.maximum(5), a.maximum(c32(5)));
-  // min(a, b) == -max(-a, -b)
-  EXPECT_EQ(a.minimum(b), -((-a).maximum(-b)));
+  // min(a, b): -max(-a, -b) for index and floats, ~max(~a, ~b) for fixed-width integers
+  UOp ia = var("ia", dtypes::index), ib = var("ib", dtypes::index);
+  EXPECT_EQ(ia.minimum(ib), -((-ia).maximum(-ib)));
+  UOp fa = var("fa", dtypes::float32), fb = var("fb", dtypes::float32);
+  EXPECT_EQ(fa.minimum(fb), -((-fa).maximum(-fb)));
+  EXPECT_EQ(a.minimum(b), (a ^ -1).maximum(b ^ -1) ^ -1);
   UOp t = UOp::variable("t", 0, 1, dtypes::bool_), s = UOp::variable("s", 0, 1, dtypes::bool_);
   EXPECT_EQ(t.minimum(s), t & s);
   EXPECT_EQ(a.alu(Ops::NEG).op(), Ops::NEG);

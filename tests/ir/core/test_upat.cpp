@@ -121,7 +121,7 @@ TEST(UPat, SameNameMeansSameNode) {
   EXPECT_TRUE(matches(x + x, a + a));
   EXPECT_FALSE(matches(x + x, a + b));
   EXPECT_TRUE(matches(x * y + x, a * b + a));
-  EXPECT_TRUE(matches(x * y + x, b + a * b));    // ADD any order, MUL: y*x
+  EXPECT_TRUE(matches(x * y + x, b + a * b));  // ADD any order, MUL: y*x
   EXPECT_FALSE(matches(x * y + x, a * b + c32(1)));
 }
 
@@ -159,16 +159,51 @@ TEST(UPat, OpEachAndPrefix) {
   EXPECT_TRUE(matches(all_consts, UOp::sink({})));
   // Every source is captured under the one name, so they must all be the same node.
   EXPECT_FALSE(matches(all_consts, UOp::sink({c32(1), c32(2)})));
-  EXPECT_TRUE(matches(UPat::op_each(Ops::SINK, UPat::op(Ops::CONST)),
-                      UOp::sink({c32(1), c32(2), c32(3)})));
+  EXPECT_TRUE(
+      matches(UPat::op_each(Ops::SINK, UPat::op(Ops::CONST)), UOp::sink({c32(1), c32(2), c32(3)})));
 
   UOp g = UOp::define_global(dtypes::float32.ptr(), 0);
   UPat idx = UPat::op(Ops::INDEX, {UPat::op(Ops::DEFINE_GLOBAL)}).prefix();
   EXPECT_TRUE(matches(idx, g.index(UOp::const_(dtypes::index, 0))));
-  EXPECT_TRUE(matches(idx, g.index(UOp::const_(dtypes::index, 0), UOp::const_(dtypes::bool_, true))));
+  EXPECT_TRUE(
+      matches(idx, g.index(UOp::const_(dtypes::index, 0), UOp::const_(dtypes::bool_, true))));
   EXPECT_FALSE(matches(UPat::op(Ops::INDEX, {UPat::op(Ops::CONST)}).prefix(),
                        g.index(UOp::const_(dtypes::index, 0))));
   EXPECT_FALSE(matches(UPat::op(Ops::SINK, {UPat::any(), UPat::any()}).prefix(), UOp::sink({a})));
+}
+
+// op_each whose pattern has a choice inside (any order): a later source can need an earlier
+// source matched the other way.
+TEST(UPat, OpEachBacktracksIntoEarlierSources) {
+  UOp a = var("a"), b = var("b"), cc = var("cc");
+  PatternMatcher pm(
+      {rule(UPat::op_each(Ops::SINK, x * UPat::any()), [](const Match& m) { return m[x]; })});
+  // a*b then b*cc: only x = b fits both, found after x = a fails at the second source.
+  EXPECT_EQ(pm.rewrite(UOp::sink({a * b, b * cc})), b);
+  EXPECT_EQ(pm.rewrite(UOp::sink({a * b, a * cc})), a);
+  EXPECT_FALSE(pm.rewrite(UOp::sink({a * b, cc * cc})));
+}
+
+// op_each without choices matches sources one after another; when what follows fails, its
+// captures are undone so that another order of an enclosing any-order node starts clean.
+TEST(UPat, OpEachUndoesCapturesOnFailure) {
+  UOp a = var("a"), b = var("b");
+  DType v2 = dtypes::int32.vec(2);
+  UOp va = UOp::make(Ops::VECTORIZE, v2, {a, a}), vb = UOp::make(Ops::VECTORIZE, v2, {b, b});
+  UPat p = UPat::op(Ops::ADD, {UPat::op_each(Ops::VECTORIZE, x), UPat::op(Ops::VECTORIZE, {y, y})})
+               .any_order();
+  PatternMatcher pm({rule(
+      p,
+      [](const Match& m) {
+        return UOp::sink({m[x], m[y]});
+      },
+      [b](const Match& m) { return m[x] == b; })});
+  // First order: x = a, y = b, refused by the condition; second order: x = b, y = a.
+  EXPECT_EQ(pm.rewrite(UOp::make(Ops::ADD, v2, {va, vb})), UOp::sink({b, a}));
+  PatternMatcher same({rule(UPat::op_each(Ops::SINK, UPat::op(Ops::NEG, {x})),
+                            [](const Match& m) { return m[x]; })});
+  EXPECT_EQ(same.rewrite(UOp::sink({a.alu(Ops::NEG), a.alu(Ops::NEG)})), a);
+  EXPECT_FALSE(same.rewrite(UOp::sink({a.alu(Ops::NEG), b.alu(Ops::NEG)})));
 }
 
 TEST(UPat, MatchExposesRootCapturesAndContext) {
@@ -208,8 +243,7 @@ TEST(UPat, Conditions) {
 TEST(Templates, CapturesAndConstants) {
   UOp a = var("a");
   PatternMatcher pm({
-      rule(x + 0, x),
-      rule(x * 2, x + x),
+      rule(x + 0, x), rule(x * 2, x + x),
       rule(x - x, UPat::const_(int64_t{0})),  // a bare constant takes the root's dtype
   });
   EXPECT_EQ(pm.rewrite(a + 0), a);
@@ -223,9 +257,10 @@ TEST(Templates, CapturesAndConstants) {
 
 TEST(Templates, ConstantDtypeInference) {
   PatternMatcher pm({
-      rule(UPat::op(Ops::NEG, {x}), x * -1),                        // const beside a capture
+      rule(UPat::op(Ops::NEG, {x}), x * -1),                           // const beside a capture
       rule(UPat::op(Ops::SQRT, {x}), x.lt(UPat::const_(int64_t{5}))),  // comparison: bool out
-      rule(UPat::op(Ops::TRUNC, {x}), x.lt(UPat::const_(int64_t{3})).where(x, UPat::const_(int64_t{1}))),
+      rule(UPat::op(Ops::TRUNC, {x}),
+           x.lt(UPat::const_(int64_t{3})).where(x, UPat::const_(int64_t{1}))),
       rule(UPat::op(Ops::EXP2, {x}), UPat::const_(true).where(x, UPat::const_(int64_t{0}))),
       rule(UPat::op(Ops::LOG2, {x}), (x + 1).cast(dtypes::float32)),
   });
@@ -253,9 +288,14 @@ TEST(Templates, VectorComparisonIsVectorBool) {
   EXPECT_EQ(r, v.lt(v));  // what the builder makes
 }
 
-TEST(Templates, UnknownNameIsAnError) {
-  EXPECT_THROW(rule(x + 0, y), InternalError);
+TEST(Templates, UnboundCaptureIsAnError) {
+  // op_each met no sources, so `k` was never bound; the template cannot use it.
+  PatternMatcher pm({rule(UPat::op_each(Ops::SINK, UPat::cvar("k")), UPat::cvar("k") + 1)});
+  EXPECT_THROW(pm.rewrite(UOp::sink({})), InternalError);
+  EXPECT_EQ(pm.rewrite(UOp::sink({c32(1), c32(1)})), c32(1) + 1);
 }
+
+TEST(Templates, UnknownNameIsAnError) { EXPECT_THROW(rule(x + 0, y), InternalError); }
 
 TEST(Templates, TooManyCapturesIsAnError) {
   std::vector<UPat> src;

@@ -12,7 +12,6 @@
 #include <map>
 #include <string>
 #include <vector>
-
 #include <vkgrad/error.hpp>
 
 #include "ir/interp.hpp"
@@ -73,7 +72,7 @@ inline std::vector<InterpEnv> assignments(const std::map<std::string, VarArg>& v
     for (const auto& [name, v] : vars) {
       uint64_t span = static_cast<uint64_t>(v.max - v.min) + 1;
       int64_t x = k < (size_t{1} << vars.size()) ? ((k >> bit) & 1 ? v.max : v.min)
-                                                  : v.min + static_cast<int64_t>(next() % span);
+                                                 : v.min + static_cast<int64_t>(next() % span);
       env.vars[name] = x;
       ++bit;
     }
@@ -126,8 +125,8 @@ inline ::testing::AssertionResult equivalent(const UOp& a, const UOp& b) {
 inline ::testing::AssertionResult check(const UOp& before, const UOp& after) {
   UOp got = simplify(before);
   if (got != after)
-    return ::testing::AssertionFailure() << render(before) << " simplified to " << render(got)
-                                         << ", expected " << render(after);
+    return ::testing::AssertionFailure()
+           << render(before) << " simplified to " << render(got) << ", expected " << render(after);
   return equivalent(before, got);
 }
 

@@ -27,9 +27,9 @@ struct Span {
       continue;  // division by zero
     }
     if (v < e.vmin() || v > e.vmax())
-      return ::testing::AssertionFailure() << render(e) << " = " << v << " at " << show(env)
-                                           << " is outside [" << e.vmin() << ", " << e.vmax()
-                                           << "]";
+      return ::testing::AssertionFailure()
+             << render(e) << " = " << v << " at " << show(env) << " is outside [" << e.vmin()
+             << ", " << e.vmax() << "]";
   }
   return ::testing::AssertionSuccess();
 }
@@ -37,8 +37,8 @@ struct Span {
 TEST(Bounds, AreConservativeForEveryBinaryOp) {
   const std::vector<Span> spans = {{-6, -6}, {-6, -1}, {-4, 3}, {-1, 1}, {0, 0},
                                    {0, 5},   {1, 1},   {2, 6},  {-3, 0}, {3, 7}};
-  const Ops ops[] = {Ops::ADD, Ops::SUB,   Ops::MUL,   Ops::IDIV,  Ops::MOD, Ops::MAX, Ops::AND,
-                     Ops::OR,  Ops::XOR,   Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
+  const Ops ops[] = {Ops::ADD, Ops::SUB, Ops::MUL, Ops::IDIV,  Ops::MOD,   Ops::MAX,
+                     Ops::AND, Ops::OR,  Ops::XOR, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
   for (DType dt : {dtypes::index, dtypes::int32, dtypes::int8})
     for (const Span& p : spans)
       for (const Span& q : spans)
@@ -83,7 +83,7 @@ TEST(Bounds, ModTakesTheDividendsSign) {
 
 TEST(Bounds, TightWhereCheap) {
   UOp a = var("a", -3, 2), s = var("s", -3, 3);
-  EXPECT_TRUE(bounded(a * a, 0, 9));  // a square is nonnegative
+  EXPECT_TRUE(bounded(a * a, 0, 9));   // a square is nonnegative
   EXPECT_TRUE(bounded(s % 5, -3, 3));  // |s| < 5: s % 5 is s
   EXPECT_TRUE(bounded(a.lt(a), 0, 0));
   EXPECT_TRUE(bounded(a.ne(a), 0, 0));

@@ -3,16 +3,17 @@
 // simplified form must evaluate (reference interpreter) to the original's value on random
 // assignments; the original's value must lie within the bounds of both forms; and simplify must
 // be idempotent. Deterministic: a fixed seed, each expression drawn from its own seeded stream so
-// a failure reproduces alone (VKGRAD_FUZZ_SEED, VKGRAD_FUZZ_FIRST, VKGRAD_FUZZ_N).
+// a failure reproduces alone (VKGRAD_FUZZ_SEED, VKGRAD_FUZZ_FIRST, VKGRAD_FUZZ_N; VKGRAD_FUZZ_DEPTH
+// draws deeper expressions, VKGRAD_FUZZ_VERBOSE=1 prints each one).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <thread>
-#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 #include <vkgrad/error.hpp>
 
@@ -27,10 +28,11 @@ namespace {
 
 #ifdef VKGRAD_FUZZ_LONG
 constexpr int64_t kDefaultCount = 3'000'000;
+constexpr int kDefaultDepth = 7;
 #else
 constexpr int64_t kDefaultCount = 100'000;
+constexpr int kDefaultDepth = 5;
 #endif
-constexpr int kMaxDepth = 5;
 constexpr int kAssignments = 3;
 // Every node of a generated expression must stay within +-kLimit (by its bounds), far from the
 // dtype's edge: the simplifier assumes index math does not overflow, and its rewrites may scale
@@ -214,7 +216,8 @@ std::string describe(const InterpEnv& env) {
 
 std::string describe_vars(const std::vector<Var>& vars) {
   std::string s;
-  for (const Var& v : vars) s += fmt::format("{}{}:[{}, {}]", s.empty() ? "" : " ", v.name, v.lo, v.hi);
+  for (const Var& v : vars)
+    s += fmt::format("{}{}:[{}, {}]", s.empty() ? "" : " ", v.name, v.lo, v.hi);
   return s;
 }
 
@@ -224,7 +227,7 @@ struct Stats {
 };
 
 // Draws expression `i` of the run from its own stream and checks it; failures go to `st`.
-void check_one(uint64_t seed, int64_t i, bool verbose, Stats& st) {
+void check_one(uint64_t seed, int64_t i, int max_depth, bool verbose, Stats& st) {
   SplitMix stream(seed * 0x100000001B3ull ^ static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull);
   const DType dt = stream() % 4 == 0 ? dtypes::int32 : dtypes::index;
   Generator gen(stream(), dt);
@@ -232,7 +235,7 @@ void check_one(uint64_t seed, int64_t i, bool verbose, Stats& st) {
   UOp e;
   size_t size = 0;
   for (int attempt = 0; attempt < 20 && !e; ++attempt) {
-    int depth = static_cast<int>(gen.uniform(1, kMaxDepth));
+    int depth = static_cast<int>(gen.uniform(1, max_depth));
     UOp cand = gen.uniform(0, 9) == 0 ? gen.condition(depth - 1) : gen.expr(depth);
     if ((size = size_within_limits(cand, limit)) != 0)
       e = cand;
@@ -246,8 +249,8 @@ void check_one(uint64_t seed, int64_t i, bool verbose, Stats& st) {
   auto fail = [&](const std::string& what, const InterpEnv* env) {
     st.failures.push_back(fmt::format(
         "{}\n  seed={:#x} index={} dtype={} (rerun: VKGRAD_FUZZ_SEED={:#x} VKGRAD_FUZZ_FIRST={} "
-        "VKGRAD_FUZZ_N=1)\n  vars: {}\n  original:   {}\n  simplified: {}{}",
-        what, seed, i, dt.name(), seed, i, describe_vars(gen.vars()), render(e),
+        "VKGRAD_FUZZ_N=1 VKGRAD_FUZZ_DEPTH={})\n  vars: {}\n  original:   {}\n  simplified: {}{}",
+        what, seed, i, dt.name(), seed, i, max_depth, describe_vars(gen.vars()), render(e),
         s ? render(s) : std::string("<none>"),
         env ? "\n  assignment: " + describe(*env) : std::string()));
   };
@@ -276,7 +279,7 @@ void check_one(uint64_t seed, int64_t i, bool verbose, Stats& st) {
       return;
     }
     try {
-      got = s == e ? want : value(s, env);
+      got = s == e ? want : s.is_const() ? as_int(s.const_value()) : value(s, env);
     } catch (const std::exception& ex) {
       fail(fmt::format("the simplified form does not evaluate: {}", ex.what()), &env);
       return;
@@ -284,9 +287,9 @@ void check_one(uint64_t seed, int64_t i, bool verbose, Stats& st) {
     if (want != got)
       return fail(fmt::format("value changed: original {} simplified {}", want, got), &env);
     if (want < e.vmin() || want > e.vmax())
-      return fail(fmt::format("value {} outside the original's bounds [{}, {}]", want, e.vmin(),
-                              e.vmax()),
-                  &env);
+      return fail(
+          fmt::format("value {} outside the original's bounds [{}, {}]", want, e.vmin(), e.vmax()),
+          &env);
     if (want < s.vmin() || want > s.vmax())
       return fail(fmt::format("value {} outside the simplified form's bounds [{}, {}]", want,
                               s.vmin(), s.vmax()),
@@ -301,18 +304,20 @@ TEST(FuzzSymbolic, SimplifyKeepsValuesBoundsAndIsIdempotent) {
   const int64_t first = env_int("VKGRAD_FUZZ_FIRST", 0);
   const int64_t count = env_int("VKGRAD_FUZZ_N", kDefaultCount);
   const bool verbose = env_int("VKGRAD_FUZZ_VERBOSE", 0) != 0;
+  const int depth = static_cast<int>(env_int("VKGRAD_FUZZ_DEPTH", kDefaultDepth));
   const auto start = std::chrono::steady_clock::now();
 
   // Expressions are independent and each has its own stream, so the run is the same whatever
   // the number of threads; threads take interleaved indices.
-  const int threads = verbose ? 1 : static_cast<int>(std::clamp<unsigned>(
-                                        std::thread::hardware_concurrency(), 1, 8));
+  const int threads =
+      verbose ? 1
+              : static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
   std::vector<Stats> stats(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       for (int64_t i = first + t; i < first + count && stats[t].failures.size() < 10; i += threads)
-        check_one(seed, i, verbose, stats[t]);
+        check_one(seed, i, depth, verbose, stats[t]);
     });
   for (std::thread& th : pool) th.join();
 

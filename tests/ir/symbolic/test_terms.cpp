@@ -8,10 +8,19 @@ using namespace vkgrad::symbolic;
 
 namespace {
 
-const UOp a = var("a", 0, 10);
-const UOp b = var("b", -5, 5);
+// Variables live in the fixture, not at namespace scope: a UOp destroyed after main() returns
+// would be released into UOp::release's thread_local queue after that queue is destroyed.
+class Vars : public ::testing::Test {
+ protected:
+  const UOp a = var("a", 0, 10);
+  const UOp b = var("b", -5, 5);
+};
+class CanonicalOrder : public Vars {};
+class SplitSum : public Vars {};
+class BuildSum : public Vars {};
+class SumBounds : public Vars {};
 
-TEST(CanonicalOrder, VariablesByNameConstantsLast) {
+TEST_F(CanonicalOrder, VariablesByNameConstantsLast) {
   EXPECT_TRUE(order_less(a, b));
   EXPECT_FALSE(order_less(b, a));
   EXPECT_TRUE(order_less(b, idx(-100)));
@@ -19,7 +28,7 @@ TEST(CanonicalOrder, VariablesByNameConstantsLast) {
   EXPECT_EQ(order_cmp(a, a), 0);
 }
 
-TEST(CanonicalOrder, NodesFollowTheLeafTheyLeadWith) {
+TEST_F(CanonicalOrder, NodesFollowTheLeafTheyLeadWith) {
   // a, then the nodes that lead with a, then b
   EXPECT_TRUE(order_less(a, a * 2));
   EXPECT_TRUE(order_less(a * 2, b));
@@ -30,7 +39,7 @@ TEST(CanonicalOrder, NodesFollowTheLeafTheyLeadWith) {
   EXPECT_TRUE(order_less(a / 2, a % 2));
 }
 
-TEST(CanonicalOrder, LeafKinds) {
+TEST_F(CanonicalOrder, LeafKinds) {
   UOp g = UOp::special("gidx0", idx(16));
   UOp r0 = UOp::range(8, 0), r1 = UOp::range(8, 1);
   EXPECT_TRUE(order_less(b, g));   // variables, then SPECIALs
@@ -38,14 +47,14 @@ TEST(CanonicalOrder, LeafKinds) {
   EXPECT_TRUE(order_less(r0, r1));
 }
 
-TEST(CanonicalOrder, DoesNotDependOnCreationOrder) {
+TEST_F(CanonicalOrder, DoesNotDependOnCreationOrder) {
   // nodes built in another order (and so at other addresses) compare the same
   UOp z2 = var("zz", 0, 9) * 3, y2 = var("yy", 0, 9) / 2;
   EXPECT_TRUE(order_less(y2, z2));
   EXPECT_EQ(render(simplify(z2 + y2)), "((yy//2)+(zz*3))");
 }
 
-TEST(SplitSum, TermsAndConstant) {
+TEST_F(SplitSum, TermsAndConstant) {
   Sum s = split_sum((a * 3 + b) + 5);
   ASSERT_EQ(s.terms.size(), 2u);
   EXPECT_EQ(s.terms[0].base, a);
@@ -55,7 +64,7 @@ TEST(SplitSum, TermsAndConstant) {
   EXPECT_EQ(s.constant, 5);
 }
 
-TEST(SplitSum, FlattensScaledSumsAndKeepsLikeTermsApart) {
+TEST_F(SplitSum, FlattensScaledSumsAndKeepsLikeTermsApart) {
   Sum s = split_sum((a + b) * 2 + (a + 1) * -3);
   ASSERT_EQ(s.terms.size(), 3u);
   EXPECT_EQ(s.terms[0].coeff, 2);
@@ -65,7 +74,7 @@ TEST(SplitSum, FlattensScaledSumsAndKeepsLikeTermsApart) {
   EXPECT_EQ(s.constant, -3);
 }
 
-TEST(SplitSum, NonSumIsOneTerm) {
+TEST_F(SplitSum, NonSumIsOneTerm) {
   Sum s = split_sum(a / 2);
   ASSERT_EQ(s.terms.size(), 1u);
   EXPECT_EQ(s.terms[0].base, a / 2);
@@ -73,13 +82,13 @@ TEST(SplitSum, NonSumIsOneTerm) {
   EXPECT_EQ(split_sum(idx(7)).constant, 7);
 }
 
-TEST(BuildSum, LeftChainConstantLastZerosDropped) {
+TEST_F(BuildSum, LeftChainConstantLastZerosDropped) {
   EXPECT_EQ(build_sum(dtypes::index, {{a, 2}, {b, 0}, {b * b, 1}}, -4), (a * 2 + b * b) + -4);
   EXPECT_EQ(build_sum(dtypes::index, {{a, 0}}, 0), idx(0));
   EXPECT_EQ(build_sum(dtypes::index, {}, 3), idx(3));
 }
 
-TEST(SumBounds, FromTermBounds) {
+TEST_F(SumBounds, FromTermBounds) {
   Bounds r = sum_bounds(split_sum(a * 2 + b * -3 + 1));
   EXPECT_EQ(static_cast<int64_t>(r.lo), 0 - 15 + 1);
   EXPECT_EQ(static_cast<int64_t>(r.hi), 20 + 15 + 1);
