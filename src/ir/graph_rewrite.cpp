@@ -62,17 +62,15 @@ class Rewriter {
         for (size_t k = src.size(); k-- > 0;)
           if (!done(src[k])) stack_.push_back({src[k], src[k], 0, -1, f.depth});
       } else if (f.stage == 1) {
-        std::vector<UOp> new_src;
-        bool changed = false;
-        new_src.reserve(f.cur.src().size());
-        for (const UOp& s : f.cur.src()) {
-          const UOp& r = result(s);
-          changed |= r != s;
-          new_src.push_back(r);
-        }
-        if (changed) {
-          UOp rebuilt = f.cur.replace(std::move(new_src));
-          push_result(f, rebuilt, -1);
+        const auto& src = f.cur.src();
+        size_t first_changed = 0;
+        while (first_changed < src.size() && result(src[first_changed]) == src[first_changed])
+          ++first_changed;
+        if (first_changed < src.size()) {  // rebuild from the final sources
+          std::vector<UOp> new_src(src.begin(), src.begin() + first_changed);
+          new_src.reserve(src.size());
+          for (size_t k = first_changed; k < src.size(); ++k) new_src.push_back(result(src[k]));
+          push_result(f, f.cur.replace(std::move(new_src)), -1);
           continue;
         }
         if (!opt_.parents_first) {

@@ -97,6 +97,11 @@ TEST_F(RulesCmp, ConstantAgainstAQuotient) {
   EXPECT_TRUE(check(idx(-2).lt(n / 4), idx(-8).lt(n)));
 }
 
+TEST_F(RulesCmp, ConstantAgainstAQuotientNeedsAConstantDivisor) {
+  UOp w = var("w", 1, 8);
+  EXPECT_TRUE(stays(idx(1).lt(n / w)));
+}
+
 TEST_F(RulesCmp, NegatedSidesSwap) { EXPECT_TRUE(check((n * -1).lt(s * -1), s.lt(n))); }
 TEST_F(RulesCmp, NegatedSidesSwapOnlyForSignedIntegers) {
   UOp k = var("k", 0, 10, dtypes::uint32);
