@@ -8,8 +8,7 @@ using namespace vkgrad::test;
 
 namespace {
 
-// Variables live in the fixture, not at namespace scope: a UOp destroyed after main() returns
-// would be released into UOp::release's thread_local queue after that queue is destroyed.
+// Variables live in the fixture, not at namespace scope, so no UOp outlives main().
 class RulesAdd : public ::testing::Test {
  protected:
   const UOp x = var("x", 0, 10);
