@@ -272,24 +272,11 @@ UOp fold_const_div(const Division& v) {
 UOp without_factor(const UOp& base, const UOp& y) {
   if (base == y) return base.const_like(int64_t{1});
   if (base.op() != Ops::MUL) return {};
-  std::vector<UOp> factors;
-  std::vector<const UOp*> stack{&base};
-  while (!stack.empty()) {
-    const UOp* n = stack.back();
-    stack.pop_back();
-    if (n->op() == Ops::MUL) {
-      stack.push_back(&n->src(1));
-      stack.push_back(&n->src(0));
-    } else {
-      factors.push_back(*n);
-    }
-  }
+  std::vector<UOp> factors = symbolic::split_product(base);
   auto it = std::find(factors.begin(), factors.end(), y);
   if (it == factors.end()) return {};
   factors.erase(it);
-  UOp out;
-  for (const UOp& f : factors) out = out ? out * f : f;
-  return out;
+  return symbolic::build_product(factors);
 }
 
 // remainder: x = y*q + b with b >= 0 (x >= 0, y > 0): x // y = q + b // y, x % y = b % y.

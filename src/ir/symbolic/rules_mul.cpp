@@ -37,24 +37,16 @@ UOp canonical_product(const UOp& root) {
   DType dt = root.dtype();
   std::vector<UOp> factors;
   uint64_t k = 1;
-  std::vector<const UOp*> stack{&root};
-  while (!stack.empty()) {
-    const UOp* n = stack.back();
-    stack.pop_back();
-    if (n->op() == Ops::MUL) {
-      stack.push_back(&n->src(1));
-      stack.push_back(&n->src(0));
-    } else if (n->is_const()) {
-      k *= static_cast<uint64_t>(as_int(n->const_value()));
-    } else {
-      factors.push_back(*n);
-    }
+  for (UOp& f : symbolic::split_product(root)) {
+    if (f.is_const())
+      k *= static_cast<uint64_t>(as_int(f.const_value()));
+    else
+      factors.push_back(std::move(f));
   }
   int64_t kc = wrap_int(dt, static_cast<int64_t>(k));
   if (kc == 0) return root.const_like(int64_t{0});
   std::stable_sort(factors.begin(), factors.end(), symbolic::order_less);
-  UOp out;
-  for (const UOp& f : factors) out = out ? out * f : f;
+  UOp out = symbolic::build_product(factors);
   if (!out) return root.const_like(kc);
   if (kc != 1) out = out * root.const_like(kc);
   return out == root ? UOp() : out;

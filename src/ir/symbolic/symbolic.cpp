@@ -86,6 +86,28 @@ int64_t wrap_add(DType dt, int64_t a, int64_t b) {
 }
 }  // namespace
 
+std::vector<UOp> split_product(const UOp& u) {
+  std::vector<UOp> factors;
+  std::vector<const UOp*> stack{&u};  // right to left, so factors come out in order
+  while (!stack.empty()) {
+    const UOp* n = stack.back();
+    stack.pop_back();
+    if (n->op() == Ops::MUL) {
+      stack.push_back(&n->src(1));
+      stack.push_back(&n->src(0));
+    } else {
+      factors.push_back(*n);
+    }
+  }
+  return factors;
+}
+
+UOp build_product(const std::vector<UOp>& factors) {
+  UOp out;
+  for (const UOp& f : factors) out = out ? out * f : f;
+  return out;
+}
+
 Sum split_sum(const UOp& u) {
   Sum s;
   DType dt = u.dtype();

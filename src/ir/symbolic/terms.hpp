@@ -35,6 +35,12 @@ struct Sum {
 };
 Sum split_sum(const UOp& u);
 
+// An integer product's factors, nested MULs flattened, in order of appearance (constants too):
+// `(x*y)*(z*3)` -> [x, y, z, 3].
+std::vector<UOp> split_product(const UOp& u);
+// The factors as a left-leaning chain of MULs, ((f0*f1)*f2); null when there are none.
+UOp build_product(const std::vector<UOp>& factors);
+
 // base*coeff as a node: `base` when coeff is 1, else MUL(base, coeff).
 UOp term_node(const UOp& base, int64_t coeff);
 // The terms (in the given order, zero coefficients dropped) as a left-leaning chain of ADDs with
