@@ -1,5 +1,6 @@
 // UPat patterns and PatternMatcher: what a pattern matches, captures, any-order matching with
 // backtracking, templates, rule names, composition and per-op indexing.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -299,7 +300,7 @@ TEST(Templates, UnknownNameIsAnError) { EXPECT_THROW(rule(x + 0, y), InternalErr
 
 TEST(Templates, TooManyCapturesIsAnError) {
   std::vector<UPat> src;
-  for (int i = 0; i <= kMaxCaptures; ++i) src.push_back(UPat::var("v" + std::to_string(i)));
+  for (int i = 0; i <= kMaxCaptures; ++i) src.push_back(UPat::var(fmt::format("v{}", i)));
   EXPECT_THROW(rule(UPat::op(Ops::SINK, src), [](const Match& m) { return m.root(); }),
                InternalError);
 }
