@@ -29,7 +29,7 @@ deps:
 
 run: deps
 	$(call phase,configure release,cmake --preset release)
-	$(call phase,build release,cmake --build --preset release)
+	$(call phase,build release,cmake --build --preset release --target vkgrad_cli)
 	build/release/tools/cli/vkgrad demo
 
 test: deps
