@@ -2,7 +2,8 @@
 // `UOp(Ops.ADD, dtypes.index, arg=None, src=(...))` form with shared nodes named once
 // (`x3:=UOp(...)`, later just `x3`); indentation stops growing past 32 levels so a deep chain
 // prints in linear space. `render` gives a compact infix expression for index math, e.g.
-// `((x*4)+y)//2`. Both iterate (no recursion over the graph). Depends on uop.
+// `((x*4)+y)//2`; it writes shared subexpressions out in full, so it is for small expressions
+// (use `to_string` for graphs). Both iterate (no recursion over the graph). Depends on uop.
 #pragma once
 
 #include <string>

@@ -150,6 +150,9 @@ int compile(const UPat& p, Rule& r, std::vector<CompiledPat>& out, bool is_templ
   }
   if (is_template && out[idx].slot >= 0) return idx;  // a capture reference: no children
   bool choices = n.mode == UPat::SrcMode::any_order;
+  if (choices && n.src.size() > kMaxAnyOrder)
+    throw InternalError(fmt::format("rule {}: any-order match of {} sources (at most {})", r.name,
+                                    n.src.size(), kMaxAnyOrder));
   for (const UPat& s : n.src) {
     int c = compile(s, r, out, is_template);
     out[idx].children.push_back(c);
@@ -271,8 +274,7 @@ struct Matcher {
         return match_each_once(cp.children[0], src, k);
       case UPat::SrcMode::any_order: {
         if (src.size() != np) return false;
-        std::array<uint8_t, 8> perm{};
-        if (np > perm.size()) return false;
+        std::array<uint8_t, kMaxAnyOrder> perm{};  // np <= kMaxAnyOrder, checked in compile
         std::iota(perm.begin(), perm.begin() + np, 0);
         do {
           if (match_seq(cp, src, perm.data(), 0, k)) return true;

@@ -176,6 +176,8 @@ struct Rule {
 };
 
 inline constexpr int kMaxCaptures = 16;
+// An any-order pattern tries every permutation of its sources: at most this many (8! tries).
+inline constexpr size_t kMaxAnyOrder = 8;
 
 Rule rule(const UPat& pattern, const UPat& replacement, CondFn cond = {},
           std::source_location loc = std::source_location::current());

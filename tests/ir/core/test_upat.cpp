@@ -298,6 +298,14 @@ TEST(Templates, UnboundCaptureIsAnError) {
 
 TEST(Templates, UnknownNameIsAnError) { EXPECT_THROW(rule(x + 0, y), InternalError); }
 
+TEST(Templates, AnyOrderOfTooManySourcesIsAnError) {
+  std::vector<UPat> src(kMaxAnyOrder, UPat::any());
+  auto fn = [](const Match& m) { return m.root(); };
+  EXPECT_NO_THROW(rule(UPat::op(Ops::SINK, src).any_order(), fn));
+  src.push_back(UPat::any());
+  EXPECT_THROW(rule(UPat::op(Ops::SINK, src).any_order(), fn), InternalError);
+}
+
 TEST(Templates, TooManyCapturesIsAnError) {
   std::vector<UPat> src;
   for (int i = 0; i <= kMaxCaptures; ++i) src.push_back(UPat::var(fmt::format("v{}", i)));
