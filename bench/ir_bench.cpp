@@ -77,36 +77,24 @@ void BM_intern_miss_const(benchmark::State& state) {
 }
 BENCHMARK(BM_intern_miss_const)->Name("intern/miss/const_created_and_freed");
 
-// MISS, new structure kept alive: a fresh 10,000-node ADD chain per iteration (each node new
-// because its source is). The chain is freed with the timer paused...
-void BM_intern_miss_chain_alive(benchmark::State& state) {
+// MISS, new structure: a fresh 10,000-node ADD chain per iteration (each node new because its
+// source is). With `time_free` the (iterative) free of the chain is timed too; without it the
+// chain is freed with the timer paused.
+void BM_intern_miss_chain(benchmark::State& state, bool time_free) {
   constexpr int kLen = 10000;
   UOp x = UOp::variable("x", 0, 100);
   UOp one = idx_const(1);
   for (auto _ : state) {
     UOp cur = x;
     for (int i = 0; i < kLen; ++i) cur = cur + one;
-    state.PauseTiming();
+    if (!time_free) state.PauseTiming();
     cur = UOp();
-    state.ResumeTiming();
+    if (!time_free) state.ResumeTiming();
   }
   state.SetItemsProcessed(state.iterations() * kLen);
 }
-BENCHMARK(BM_intern_miss_chain_alive)->Name("intern/miss/chain10k_kept_alive");
-
-// ... and here the free is timed too (freeing walks the chain with a worklist).
-void BM_intern_miss_chain_freed(benchmark::State& state) {
-  constexpr int kLen = 10000;
-  UOp x = UOp::variable("x", 0, 100);
-  UOp one = idx_const(1);
-  for (auto _ : state) {
-    UOp cur = x;
-    for (int i = 0; i < kLen; ++i) cur = cur + one;
-    cur = UOp();
-  }
-  state.SetItemsProcessed(state.iterations() * kLen);
-}
-BENCHMARK(BM_intern_miss_chain_freed)->Name("intern/miss/chain10k_incl_free");
+BENCHMARK_CAPTURE(BM_intern_miss_chain, alive, false)->Name("intern/miss/chain10k_kept_alive");
+BENCHMARK_CAPTURE(BM_intern_miss_chain, freed, true)->Name("intern/miss/chain10k_incl_free");
 
 // ---------------------------------------------------------------- random index graph
 
