@@ -30,7 +30,7 @@ deps:
 run: deps
 	$(call phase,configure release,cmake --preset release)
 	$(call phase,build release,cmake --build --preset release --target vkgrad_cli)
-	build/release/tools/cli/vkgrad demo
+	build/release/tools/cli/vkgrad bench
 
 test: deps
 	@mkdir -p build; rm -f $(TIMES); start=$$(date +%s); \

@@ -1,5 +1,8 @@
 // Public: the one header applications include. It pulls in the whole public API.
 #pragma once
 
+#include <vkgrad/device.hpp>
 #include <vkgrad/dtype.hpp>
 #include <vkgrad/error.hpp>
+#include <vkgrad/stats.hpp>
+#include <vkgrad/tensor.hpp>

@@ -111,6 +111,10 @@ bool same(const UOpNode* n, const LookupKey& k) {
 // The intern table: 64 shards, each an open-addressing hash table of (structural key, node)
 // under its own mutex. A slot keeps the key beside the pointer, so a probe touches a node only
 // when the keys agree, and a miss leaves the free slot where the new node goes.
+namespace {
+std::atomic<BufferFreeHook> g_buffer_free_hook{nullptr};
+}  // namespace
+
 struct InternTable {
   static constexpr size_t kShards = 64;
   struct Slot {
@@ -205,6 +209,9 @@ struct InternTable {
       }
     }
     g_live.fetch_sub(1, std::memory_order_relaxed);
+    if (n->op == Ops::BUFFER) {
+      if (BufferFreeHook hook = g_buffer_free_hook.load(std::memory_order_acquire)) hook(*n);
+    }
     delete n;  // releases the sources; they queue up in UOp::release, never recurse deeply
   }
 };
@@ -234,6 +241,8 @@ void UOp::release() noexcept {
   }
   t_dying = nullptr;
 }
+
+void set_buffer_free_hook(BufferFreeHook hook) { g_buffer_free_hook.store(hook); }
 
 size_t UOp::live_count() { return g_live.load(std::memory_order_relaxed); }
 

@@ -268,6 +268,11 @@ VKGRAD_UOP_SCALAR_OPERATOR(<<)
 VKGRAD_UOP_SCALAR_OPERATOR(>>)
 #undef VKGRAD_UOP_SCALAR_OPERATOR
 
+// Called (on the releasing thread, outside any lock) just before a BUFFER node is freed, so the
+// engine can release the storage that node names. Must not throw.
+using BufferFreeHook = void (*)(const UOpNode& buffer) noexcept;
+void set_buffer_free_hook(BufferFreeHook hook);
+
 struct UOpHash {
   size_t operator()(const UOp& u) const { return std::hash<const void*>()(u.get()); }
 };

@@ -1,13 +1,21 @@
 // tools/cli: the `vkgrad` command-line tool. `vkgrad demo` builds a few index expressions,
-// simplifies them and prints them before and after. Uses ir only (for now).
+// simplifies them and prints them before and after (ir only); `vkgrad info` prints the devices,
+// their capabilities and the host CPU; `vkgrad bench` runs the standard benchmark suite
+// (bench/suite.hpp) and can write its results as JSON.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-#include <vkgrad/error.hpp>
+#include <vkgrad/vkgrad.hpp>
 
+#include "bench/suite.hpp"
 #include "ir/interp.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -16,15 +24,40 @@
 namespace vkgrad {
 namespace {
 
+// `words` joined with ", ", broken into lines of at most `width` characters that start with
+// `indent`.
+std::string wrapped(const std::vector<std::string>& words, const std::string& indent,
+                    size_t width) {
+  std::string out, line = indent;
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::string word = words[i] + (i + 1 < words.size() ? "," : "");
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    line += (line.size() > indent.size() ? " " : "") + word;
+  }
+  return out + line + "\n";
+}
+
 void print_usage(std::FILE* to) {
   fmt::print(to,
-             "usage: vkgrad <command>\n"
+             "usage: vkgrad <command> [options]\n"
              "\n"
              "commands:\n"
              "  demo    simplify a few index expressions and print them before and after\n"
+             "  info    list the devices and their capabilities, and the host CPU\n"
+             "  bench   run the standard benchmark suite and print a table\n"
              "\n"
-             "options:\n"
-             "  -h, --help  print this message\n");
+             "bench options:\n"
+             "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
+             "                    default device)\n"
+             "  --json F          also write the results to F as JSON\n"
+             "  --only A,B,...    run only these cases (comma-separated):\n"
+             "{}"
+             "\n"
+             "  -h, --help  print this message\n",
+             wrapped(bench::case_names(), "                      ", 80));
 }
 
 struct DemoCase {
@@ -109,6 +142,107 @@ int demo() {
   return sound ? 0 : 1;
 }
 
+// ---- info -------------------------------------------------------------------------------------
+
+int info() {
+  fmt::print("vkgrad {}\n\n", VKGRAD_VERSION);
+  std::vector<std::string> devs = devices();
+  fmt::print("devices (best first): {}\n",
+             devs.empty() ? "none" : fmt::format("{}", fmt::join(devs, ", ")));
+  fmt::print("default device: {}\n\n", default_device());
+  std::string text = device_info();
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  fmt::print("{}\n", text);
+
+  bench::CpuInfo cpu = bench::read_cpu_info();
+  fmt::print("host CPU (/proc/cpuinfo)\n");
+  fmt::print("  model:   {}\n", cpu.model);
+  fmt::print("  cores:   {} logical CPUs{}\n", cpu.logical,
+             cpu.physical > 0 ? fmt::format(", {} physical cores", cpu.physical) : std::string());
+  fmt::print("  AVX-512: {}{}\n", cpu.avx512 ? "yes" : "no",
+             cpu.avx512_flags.empty() ? std::string()
+                                      : fmt::format(" ({})", fmt::join(cpu.avx512_flags, " ")));
+  fmt::print("  vkgrad CPU backend threads: {}\n", bench::cpu_backend_threads());
+  return 0;
+}
+
+// ---- bench ------------------------------------------------------------------------------------
+
+int usage_error(const std::string& message) {
+  fmt::print(stderr, "vkgrad: {}\n\n", message);
+  print_usage(stderr);
+  return 2;
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int bench_command(const std::vector<std::string_view>& args) {
+  bench::Options options;
+  std::string json_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      print_usage(stdout);
+      return 0;
+    }
+    // --name VALUE or --name=VALUE
+    std::string_view name = arg.substr(0, arg.find('='));
+    std::optional<std::string> value;
+    if (name != "--device" && name != "--json" && name != "--only")
+      return usage_error(fmt::format("bench: unknown option '{}'", arg));
+    if (name.size() < arg.size())
+      value = std::string(arg.substr(name.size() + 1));
+    else if (i + 1 < args.size())
+      value = std::string(args[++i]);
+    if (!value || value->empty()) return usage_error(fmt::format("bench: {} needs a value", name));
+    if (name == "--device") {
+      options.device = upper(*value);
+    } else if (name == "--json") {
+      json_path = *value;
+    } else {
+      const std::vector<std::string>& known = bench::case_names();
+      size_t start = 0;
+      while (start <= value->size()) {
+        size_t comma = std::min(value->find(',', start), value->size());
+        std::string c = value->substr(start, comma - start);
+        start = comma + 1;
+        if (c.empty()) continue;
+        if (std::find(known.begin(), known.end(), c) == known.end())
+          return usage_error(fmt::format("bench: unknown case '{}'", c));
+        options.only.push_back(c);
+      }
+      if (options.only.empty()) return usage_error("bench: --only needs at least one case");
+    }
+  }
+
+  // Open the JSON file first, so a bad path fails before minutes of benchmarking.
+  std::ofstream json;
+  if (!json_path.empty()) {
+    json.open(json_path, std::ios::out | std::ios::trunc);
+    if (!json) {
+      fmt::print(stderr, "vkgrad bench: cannot write {}\n", json_path);
+      return 1;
+    }
+  }
+  std::vector<bench::CaseResult> results = bench::run_suite(options);
+  bool all_ok =
+      std::all_of(results.begin(), results.end(), [](const bench::CaseResult& r) { return r.ok; });
+  if (json.is_open()) {
+    json << bench::results_json(results);
+    json.close();
+    if (!json) {
+      fmt::print(stderr, "vkgrad bench: writing {} failed\n", json_path);
+      return 1;
+    }
+    fmt::print("\nwrote {}\n", json_path);
+  }
+  if (!all_ok) fmt::print("\nvkgrad bench: some cases failed (FAIL or ERROR above)\n");
+  return all_ok ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace vkgrad
 
@@ -122,8 +256,14 @@ int main(int argc, char** argv) {
     vkgrad::print_usage(stdout);
     return 0;
   }
+  std::vector<std::string_view> args(argv + 2, argv + argc);
   try {
-    if (cmd == "demo") return vkgrad::demo();
+    if (cmd == "demo" || cmd == "info") {
+      if (!args.empty())
+        return vkgrad::usage_error(fmt::format("{}: unexpected argument '{}'", cmd, args[0]));
+      return cmd == "demo" ? vkgrad::demo() : vkgrad::info();
+    }
+    if (cmd == "bench") return vkgrad::bench_command(args);
   } catch (const vkgrad::Error& e) {
     fmt::print(stderr, "vkgrad {}: {}\n", cmd, e.what());
     return 1;

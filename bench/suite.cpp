@@ -1,0 +1,945 @@
+// bench: the `vkgrad bench` suite. Each case uploads random inputs with Tensor::from_vector and
+// realizes them, then times building its result and realize(): one warm-up run, then runs until
+// they add up to about a second (at least three), and reports the median. Every result is checked
+// against OpenBLAS, the C loop or double-precision host math, and a wrong one prints FAIL.
+// bench/README.md describes each case, the method and the JSON.
+#include "suite.hpp"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vkgrad/vkgrad.hpp>
+
+#include "reference.h"
+
+#ifndef VKGRAD_REFERENCE_CC
+#define VKGRAD_REFERENCE_CC "the C compiler"
+#endif
+
+namespace vkgrad::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  size_t e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+// ---- random inputs (splitmix64: fast enough for 16M floats, the same on every run) ----------
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float uniform(float lo, float hi) {  // [lo, hi)
+    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
+  }
+
+ private:
+  uint64_t state_;
+};
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+Tensor upload(const std::vector<float>& data, Shape shape, const std::string& device) {
+  Tensor t = Tensor::from_vector(data, std::move(shape), std::nullopt, device);
+  t.realize();
+  return t;
+}
+
+// ---- timing ---------------------------------------------------------------------------------
+
+RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b) {
+  RuntimeStats d;
+  d.realizes = a.realizes - b.realizes;
+  d.schedules_built = a.schedules_built - b.schedules_built;
+  d.schedule_cache_hits = a.schedule_cache_hits - b.schedule_cache_hits;
+  d.kernels_rendered = a.kernels_rendered - b.kernels_rendered;
+  d.programs_compiled = a.programs_compiled - b.programs_compiled;
+  d.kernels_run = a.kernels_run - b.kernels_run;
+  d.buffers_allocated = a.buffers_allocated - b.buffers_allocated;
+  d.schedule_ms = a.schedule_ms - b.schedule_ms;
+  d.codegen_ms = a.codegen_ms - b.codegen_ms;
+  d.compile_ms = a.compile_ms - b.compile_ms;
+  d.run_ms = a.run_ms - b.run_ms;
+  return d;
+}
+
+// One timed run: wall time of what the case times, the part of it spent building the lazy
+// graph, and what runtime_stats() counted meanwhile.
+struct Sample {
+  double ms = 0;
+  double build_ms = 0;
+  RuntimeStats stats;
+};
+
+// Times building a result and realizing it. The result goes to `keep`, which frees the previous
+// one after the clock stopped.
+Sample time_realize(const std::function<Tensor()>& build, Tensor& keep) {
+  RuntimeStats before = runtime_stats();
+  Clock::time_point t0 = Clock::now();
+  Tensor result = build();
+  double build_ms = ms_since(t0);
+  result.realize();
+  Sample s{ms_since(t0), build_ms, runtime_stats() - before};
+  keep = std::move(result);
+  return s;
+}
+
+Sample time_host(const std::function<void()>& fn) {
+  Clock::time_point t0 = Clock::now();
+  fn();
+  return Sample{ms_since(t0), 0, {}};
+}
+
+constexpr int kMinRuns = 3;
+constexpr int kMaxRuns = 1000;
+constexpr double kTargetMs = 1000;   // timed runs of one side of a case add up to at least this
+constexpr double kMaxWallMs = 4000;  // ...unless the runs with their untimed setup take this long
+
+// One warm-up run, then runs until their times add up to kTargetMs (at least kMinRuns).
+std::vector<Sample> measure(const std::function<Sample()>& once) {
+  once();
+  std::vector<Sample> runs;
+  double timed = 0;
+  Clock::time_point start = Clock::now();
+  while (runs.size() < kMinRuns ||
+         (timed < kTargetMs && ms_since(start) < kMaxWallMs && runs.size() < kMaxRuns)) {
+    runs.push_back(once());
+    timed += runs.back().ms;
+  }
+  return runs;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double median_of(const std::vector<Sample>& runs, const std::function<double(const Sample&)>& f) {
+  std::vector<double> v;
+  v.reserve(runs.size());
+  for (const Sample& s : runs) v.push_back(f(s));
+  return median(v);
+}
+
+double median_ms(const std::vector<Sample>& runs) {
+  return median_of(runs, [](const Sample& s) { return s.ms; });
+}
+double median_run_ms(const std::vector<Sample>& runs) {
+  return median_of(runs, [](const Sample& s) { return s.stats.run_ms; });
+}
+
+// OpenBLAS's worker threads spin for a while after a call; let them go to sleep before vkgrad's
+// threads run again.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
+// ---- OpenBLAS, loaded at run time -----------------------------------------------------------
+
+struct OpenBlas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  std::string corename;  // openblas_get_corename()
+  std::string config;    // openblas_get_config(): version and build options
+  std::string coretype;  // how OPENBLAS_CORETYPE was chosen
+  std::string error;     // why OpenBLAS is not available
+  int threads = 0;
+};
+
+bool is_avx512_core(const std::string& name) {
+  std::string n = lower(name);
+  return n == "skylakex" || n == "cooperlake" || n == "sapphirerapids";
+}
+
+// OpenBLAS picks its kernels once, when it loads, from $OPENBLAS_CORETYPE or else its own CPU
+// detection, which in Debian 12's 0.3.21 misses AVX-512 on CPUs it does not know (Zen 4/5,
+// virtual CPUs); this machine's environment even sets Haswell, half the speed. So when the CPU
+// has AVX-512 and the variable names no AVX-512 core, set SkylakeX first and only then dlopen
+// the library: that is why OpenBLAS is loaded here rather than linked. `threads` > 0 sets its
+// thread count (to match vkgrad's); 0 keeps its default.
+OpenBlas load_openblas(const CpuInfo& cpu, int threads) {
+  OpenBlas b;
+  const char* env = std::getenv("OPENBLAS_CORETYPE");
+  std::string was = env != nullptr ? env : "";
+  if (cpu.avx512 && !is_avx512_core(was)) {
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    b.coretype = fmt::format(
+        "OPENBLAS_CORETYPE was {}, set to SkylakeX before loading it: the "
+        "CPU has AVX-512",
+        was.empty() ? "unset" : was);
+  } else {
+    b.coretype = was.empty() ? "OPENBLAS_CORETYPE unset: OpenBLAS detected the CPU"
+                             : "OPENBLAS_CORETYPE=" + was + " (kept)";
+  }
+  void* lib = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  // Put the environment back as it was: OpenBLAS has read it, and nothing else should see it.
+  if (was.empty())
+    ::unsetenv("OPENBLAS_CORETYPE");
+  else
+    ::setenv("OPENBLAS_CORETYPE", was.c_str(), 1);
+  if (lib == nullptr) {
+    const char* why = ::dlerror();
+    b.error = why != nullptr ? why : "dlopen(libopenblas.so.0) failed";
+    return b;
+  }
+  // Never dlclosed: OpenBLAS's threads live until the process exits.
+  auto sgemm = reinterpret_cast<decltype(&cblas_sgemm)>(::dlsym(lib, "cblas_sgemm"));
+  auto corename = reinterpret_cast<char* (*)()>(::dlsym(lib, "openblas_get_corename"));
+  auto config = reinterpret_cast<char* (*)()>(::dlsym(lib, "openblas_get_config"));
+  auto set_threads = reinterpret_cast<void (*)(int)>(::dlsym(lib, "openblas_set_num_threads"));
+  auto get_threads = reinterpret_cast<int (*)()>(::dlsym(lib, "openblas_get_num_threads"));
+  if (sgemm == nullptr) {
+    b.error = "libopenblas.so.0 has no cblas_sgemm";
+    return b;
+  }
+  b.sgemm = sgemm;
+  if (corename != nullptr) b.corename = trim(corename());
+  if (config != nullptr) b.config = trim(config());
+  if (set_threads != nullptr && threads > 0) set_threads(threads);
+  if (get_threads != nullptr) b.threads = get_threads();
+  return b;
+}
+
+// ---- the suite ------------------------------------------------------------------------------
+
+// A case's table row: its result plus what only the table shows.
+struct Row {
+  CaseResult result;
+  std::optional<double> kernel_value;  // the same measure from runtime_stats().run_ms alone
+  int runs = 0;
+  std::string check = "ok";          // "ok", "FAIL: why", "ERROR"
+  std::vector<std::string> details;  // lines printed under the row
+
+  void fail(const std::string& why) {
+    if (check == "ok")
+      check = "FAIL: " + why;
+    else
+      check += "; " + why;
+  }
+};
+
+struct Suite {
+  std::string device;
+  CpuInfo cpu;
+  int threads = 0;  // vkgrad's CPU backend
+  std::optional<OpenBlas> blas;
+  uint64_t next_structure = 1000;  // chain structures handed out so far in this process
+  std::optional<uint64_t> last_cold_structure;
+
+  Row row(const std::string& name, const std::string& unit) const {
+    Row r;
+    r.result.name = name;
+    r.result.device = device;
+    r.result.unit = unit;
+    return r;
+  }
+};
+
+// Sets the row's value (and kernel-only value) from the median times of vkgrad's runs;
+// `work` is GFLOP or GB per run for rates, 0 for cases measured in ms.
+void set_ours(Row& row, const std::vector<Sample>& runs, double work) {
+  double ms = median_ms(runs), run_ms = median_run_ms(runs);
+  row.runs = static_cast<int>(runs.size());
+  if (work > 0) {
+    row.result.value = work / (ms / 1e3);
+    if (run_ms > 0) row.kernel_value = work / (run_ms / 1e3);
+  } else {
+    row.result.value = ms;
+    if (run_ms > 0) row.kernel_value = run_ms;
+  }
+}
+
+void set_reference(Row& row, const std::string& name, const std::vector<Sample>& runs,
+                   double work) {
+  double ms = median_ms(runs);
+  double value = work > 0 ? work / (ms / 1e3) : ms;
+  row.result.reference = Reference{name, value};
+  if (row.result.value) {
+    double ours = *row.result.value;
+    row.result.ratio = work > 0 ? ours / value : value / ours;  // higher is better either way
+  }
+}
+
+// ---- matmul -----------------------------------------------------------------------------------
+
+Row matmul_case(Suite& s, int64_t n) {
+  Row row = s.row(fmt::format("matmul_f32_{}", n), "GFLOPS");
+  size_t nn = static_cast<size_t>(n * n);
+  std::vector<float> ha = random_floats(nn, 100 + static_cast<uint64_t>(n), -1, 1);
+  std::vector<float> hb = random_floats(nn, 200 + static_cast<uint64_t>(n), -1, 1);
+  Tensor a = upload(ha, {n, n}, s.device), b = upload(hb, {n, n}, s.device), c;
+  std::vector<Sample> runs = measure([&] { return time_realize([&] { return a.matmul(b); }, c); });
+  double gflop =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / 1e9;
+  set_ours(row, runs, gflop);
+  std::vector<float> got = c.to_vector<float>();
+  c = Tensor();
+
+  // Inputs in [-1, 1): a dot product of n terms has rounding error far below 4e-6 * n, and a
+  // wrong element is off by about its own size (~sqrt(n / 9)).
+  double tol = 4e-6 * static_cast<double>(n);
+  double worst = 0;
+  if (s.blas && s.blas->sgemm != nullptr) {
+    std::vector<float> ref(nn);
+    auto bn = static_cast<blasint>(n);
+    std::vector<Sample> ref_runs = measure([&] {
+      return time_host([&] {
+        s.blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bn, bn, bn, 1.0f, ha.data(), bn,
+                      hb.data(), bn, 0.0f, ref.data(), bn);
+      });
+    });
+    settle();
+    set_reference(row, "OpenBLAS sgemm", ref_runs, gflop);
+    for (size_t i = 0; i < nn; ++i)
+      worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - ref[i]));
+    row.details.push_back(
+        fmt::format("checked every element against sgemm: max |diff| {:.2g}", worst));
+  } else {
+    Rng rng(7);
+    for (int p = 0; p < 512; ++p) {
+      size_t i = rng.next() % static_cast<uint64_t>(n), j = rng.next() % static_cast<uint64_t>(n);
+      double e = 0;
+      for (size_t k = 0; k < static_cast<size_t>(n); ++k)
+        e += static_cast<double>(ha[i * n + k]) * hb[k * n + j];
+      worst = std::max(worst, std::fabs(got[i * n + j] - e));
+    }
+    row.details.push_back(
+        fmt::format("checked 512 elements against double: max |diff| {:.2g}", worst));
+  }
+  if (!(worst <= tol)) row.fail(fmt::format("max |diff| {:.3g} > {:.3g}", worst, tol));
+  return row;
+}
+
+// ---- a * b + c and sum (memory bound) ---------------------------------------------------------
+
+constexpr int64_t k16M = int64_t{1} << 24;
+
+Row axbpc_case(Suite& s) {
+  Row row = s.row("ew_axbpc_16M", "GB/s");
+  const int64_t n = k16M;
+  std::vector<float> ha = random_floats(n, 11, -1, 1), hb = random_floats(n, 12, -1, 1),
+                     hc = random_floats(n, 13, -1, 1);
+  Tensor a = upload(ha, {n}, s.device), b = upload(hb, {n}, s.device),
+         c = upload(hc, {n}, s.device), out;
+  double gb = 4.0 * 4.0 * static_cast<double>(n) / 1e9;  // a, b, c read; out written
+  std::vector<Sample> runs = measure([&] { return time_realize([&] { return a * b + c; }, out); });
+  set_ours(row, runs, gb);
+  std::vector<float> got = out.to_vector<float>();
+  out = Tensor();
+
+  std::vector<float> ref(static_cast<size_t>(n), 0.0f);  // touched now: no page faults timed
+  std::vector<Sample> ref_runs = measure([&] {
+    return time_host([&] { vkgrad_ref_axbpc(ha.data(), hb.data(), hc.data(), ref.data(), n); });
+  });
+  set_reference(row, "C loop", ref_runs, gb);
+
+  // Two roundings (or one, fused): within 2^-22 of |a*b| + |c| of the exact value.
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double ab = static_cast<double>(ha[i]) * hb[i], e = ab + hc[i];
+    if (!(std::fabs(got[i] - e) <= 0x1p-22 * (std::fabs(ab) + std::fabs(hc[i])) + 1e-30)) ++bad;
+  }
+  if (bad > 0) row.fail(fmt::format("{} of {} elements wrong", bad, n));
+  return row;
+}
+
+Row sum_case(Suite& s) {
+  Row row = s.row("sum_16M", "GB/s");
+  const int64_t n = k16M;
+  // Positive inputs, so a lost block of elements shows in the total.
+  std::vector<float> hx = random_floats(n, 21, 0, 1);
+  Tensor x = upload(hx, {n}, s.device), out;
+  double gb = 4.0 * static_cast<double>(n) / 1e9;
+  std::vector<Sample> runs = measure([&] { return time_realize([&] { return x.sum(); }, out); });
+  set_ours(row, runs, gb);
+  double got = out.item<float>();
+
+  float ref = 0;
+  std::vector<Sample> ref_runs =
+      measure([&] { return time_host([&] { ref = vkgrad_ref_sum(hx.data(), n); }); });
+  set_reference(row, "C loop", ref_runs, gb);
+
+  double exact = 0;
+  for (float v : hx) exact += v;
+  double rel = std::fabs(got - exact) / exact;
+  row.details.push_back(
+      fmt::format("sum {:.9g}, in double {:.9g} (relative error {:.2g}; the C "
+                  "loop's {:.2g})",
+                  got, exact, rel, std::fabs(ref - exact) / exact));
+  if (!(rel <= 1e-5)) row.fail(fmt::format("relative error {:.3g} > 1e-5", rel));
+  return row;
+}
+
+// ---- softmax and conv2d (ms) --------------------------------------------------------------------
+
+Row softmax_case(Suite& s) {
+  Row row = s.row("softmax_4096", "ms");
+  const int64_t n = 4096;
+  std::vector<float> hx = random_floats(static_cast<size_t>(n * n), 31, -4, 4);
+  Tensor x = upload(hx, {n, n}, s.device), out;
+  std::vector<Sample> runs =
+      measure([&] { return time_realize([&] { return x.softmax(-1); }, out); });
+  set_ours(row, runs, 0);
+  std::vector<float> got = out.to_vector<float>();
+  out = Tensor();
+
+  // 16 rows spread over the matrix, in double.
+  double worst = 0;
+  int bad = 0;
+  for (int64_t r = 0; r < n; r += n / 16 + 1) {
+    const float* in = &hx[static_cast<size_t>(r * n)];
+    double mx = *std::max_element(in, in + n), total = 0;
+    std::vector<double> e(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) total += e[j] = std::exp(in[j] - mx);
+    for (int64_t j = 0; j < n; ++j) {
+      double want = e[j] / total, diff = std::fabs(got[r * n + j] - want);
+      worst = std::max(worst, diff / want);
+      if (!(diff <= 1e-4 * want + 1e-12)) ++bad;
+    }
+  }
+  row.details.push_back(
+      fmt::format("checked 16 rows against double: max relative error {:.2g}", worst));
+  if (bad > 0) row.fail(fmt::format("{} elements off by more than 1e-4 (relative)", bad));
+  return row;
+}
+
+Row conv2d_case(Suite& s) {
+  Row row = s.row("conv2d_b32_c64_56_k3", "ms");
+  const int64_t N = 32, C = 64, H = 56, W = 56, K = 64, R = 3;
+  std::vector<float> hx = random_floats(static_cast<size_t>(N * C * H * W), 41, -1, 1);
+  std::vector<float> hw = random_floats(static_cast<size_t>(K * C * R * R), 42, -1, 1);
+  Tensor x = upload(hx, {N, C, H, W}, s.device), w = upload(hw, {K, C, R, R}, s.device), out;
+  std::vector<Sample> runs =
+      measure([&] { return time_realize([&] { return x.conv2d(w, std::nullopt, 1, 1); }, out); });
+  set_ours(row, runs, 0);
+  double gflop = 2.0 * N * K * H * W * C * R * R / 1e9;
+  row.details.push_back(fmt::format(
+      "{:.2f} GFLOP per run: {:.1f} GFLOPS{}", gflop, gflop / (*row.result.value / 1e3),
+      row.kernel_value ? fmt::format(" (kernels alone: {:.1f})", gflop / (*row.kernel_value / 1e3))
+                       : std::string()));
+  if (out.shape() != Shape{N, K, H, W}) {
+    std::vector<std::string> dims;
+    for (int64_t d : out.shape()) dims.push_back(std::to_string(d));
+    row.fail(fmt::format("output shape ({}), expected ({}, {}, {}, {})", fmt::join(dims, ", "), N,
+                         K, H, W));
+    return row;
+  }
+  std::vector<float> got = out.to_vector<float>();
+  out = Tensor();
+
+  // 512 sampled outputs in double; zero padding of 1 on each side.
+  Rng rng(43);
+  int bad = 0;
+  for (int p = 0; p < 512; ++p) {
+    int64_t n = rng.next() % N, k = rng.next() % K, y = rng.next() % H, xx = rng.next() % W;
+    double e = 0, mag = 0;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t dy = 0; dy < R; ++dy)
+        for (int64_t dx = 0; dx < R; ++dx) {
+          int64_t iy = y + dy - 1, ix = xx + dx - 1;
+          if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+          double t = static_cast<double>(hx[((n * C + c) * H + iy) * W + ix]) *
+                     hw[((k * C + c) * R + dy) * R + dx];
+          e += t;
+          mag += std::fabs(t);
+        }
+    if (!(std::fabs(got[((n * K + k) * H + y) * W + xx] - e) <= 1e-5 * mag + 1e-6)) ++bad;
+  }
+  if (bad > 0) row.fail(fmt::format("{} of 512 sampled outputs wrong", bad));
+  return row;
+}
+
+// ---- the 200-op elementwise chain ---------------------------------------------------------------
+
+// A chain of kChainOps elementwise ops over three (1024, 1024) inputs, drawn from a seed (its
+// "structure"): random op kinds and constants, so every seed is a graph, and a kernel source,
+// never seen before. Every fourth op clamps, keeping values bounded.
+constexpr int kChainOps = 200;
+constexpr int64_t kChainRows = 1024, kChainCols = 1024;
+
+struct ChainOp {
+  enum class Kind : uint8_t { kMulConst, kAddConst, kAddA, kMulB, kMaxC, kMinConst, kMaxConst };
+  Kind kind;
+  float k;
+};
+
+std::vector<ChainOp> chain_ops(uint64_t structure) {
+  using K = ChainOp::Kind;
+  Rng rng(structure * 0x2545f4914f6cdd1dull + 1);
+  std::vector<ChainOp> ops;
+  for (int i = 0; i < kChainOps; ++i) {
+    if (i % 4 == 3) {
+      ops.push_back(i % 8 == 3 ? ChainOp{K::kMinConst, rng.uniform(1.5f, 2.5f)}
+                               : ChainOp{K::kMaxConst, rng.uniform(-2.5f, -1.5f)});
+      continue;
+    }
+    switch (rng.next() % 5) {
+      case 0:
+        ops.push_back({K::kMulConst, rng.uniform(0.5f, 1.0f)});
+        break;
+      case 1:
+        ops.push_back({K::kAddConst, rng.uniform(-0.5f, 0.5f)});
+        break;
+      case 2:
+        ops.push_back({K::kAddA, 0});
+        break;
+      case 3:
+        ops.push_back({K::kMulB, 0});
+        break;
+      default:
+        ops.push_back({K::kMaxC, 0});
+        break;
+    }
+  }
+  return ops;
+}
+
+Tensor build_chain(const std::vector<ChainOp>& ops, const Tensor& a, const Tensor& b,
+                   const Tensor& c) {
+  using K = ChainOp::Kind;
+  Tensor x = a;
+  for (const ChainOp& op : ops) {
+    double k = op.k;
+    switch (op.kind) {
+      case K::kMulConst:
+        x = x * k;
+        break;
+      case K::kAddConst:
+        x = x + k;
+        break;
+      case K::kAddA:
+        x = x + a;
+        break;
+      case K::kMulB:
+        x = x * b;
+        break;
+      case K::kMaxC:
+        x = x.maximum(c);
+        break;
+      case K::kMinConst:
+        x = x.minimum(k);
+        break;
+      case K::kMaxConst:
+        x = x.maximum(k);
+        break;
+    }
+  }
+  return x;
+}
+
+float chain_on_host(const std::vector<ChainOp>& ops, float a, float b, float c) {
+  using K = ChainOp::Kind;
+  float x = a;
+  for (const ChainOp& op : ops) {
+    switch (op.kind) {
+      case K::kMulConst:
+        x = x * op.k;
+        break;
+      case K::kAddConst:
+        x = x + op.k;
+        break;
+      case K::kAddA:
+        x = x + a;
+        break;
+      case K::kMulB:
+        x = x * b;
+        break;
+      case K::kMaxC:
+        x = std::max(x, c);
+        break;
+      case K::kMinConst:
+        x = std::min(x, op.k);
+        break;
+      case K::kMaxConst:
+        x = std::max(x, op.k);
+        break;
+    }
+  }
+  return x;
+}
+
+struct ChainInputs {
+  std::vector<float> a, b, c;
+};
+
+ChainInputs chain_inputs(uint64_t seed) {
+  size_t n = static_cast<size_t>(kChainRows * kChainCols);
+  return {random_floats(n, seed, -1, 1), random_floats(n, seed + 1, 0.5f, 1.5f),
+          random_floats(n, seed + 2, -1, 1)};
+}
+
+// Every 61st element against the same ops in float on the host (tolerance for rewrites that
+// reassociate constants).
+void check_chain(Row& row, const std::vector<ChainOp>& ops, const ChainInputs& in,
+                 const Tensor& out) {
+  std::vector<float> got = out.to_vector<float>();
+  int64_t bad = 0, checked = 0;
+  for (size_t i = 0; i < got.size(); i += 61, ++checked) {
+    float want = chain_on_host(ops, in.a[i], in.b[i], in.c[i]);
+    if (!(std::fabs(got[i] - want) <= 1e-4f * (1 + std::fabs(want)))) ++bad;
+  }
+  if (bad > 0) row.fail(fmt::format("{} of {} sampled elements wrong", bad, checked));
+}
+
+std::string phase_line(const std::vector<Sample>& runs) {
+  auto med = [&](const std::function<double(const Sample&)>& f) { return median_of(runs, f); };
+  double build = med([](const Sample& s) { return s.build_ms; });
+  double sched = med([](const Sample& s) { return s.stats.schedule_ms; });
+  double codegen = med([](const Sample& s) { return s.stats.codegen_ms; });
+  double compile = med([](const Sample& s) { return s.stats.compile_ms; });
+  double run = med([](const Sample& s) { return s.stats.run_ms; });
+  double other = med([](const Sample& s) {
+    return s.ms - s.build_ms - s.stats.schedule_ms - s.stats.codegen_ms - s.stats.compile_ms -
+           s.stats.run_ms;
+  });
+  return fmt::format(
+      "phases (median ms): build {:.3g} | schedule {:.3g} | codegen {:.3g} | "
+      "compile {:.3g} | run {:.3g} | other {:.3g}",
+      build, sched, codegen, compile, run, other);
+}
+
+// A fresh, empty VKGRAD_CACHE_DIR for as long as it lives; the CPU compiler reads the variable
+// at every compile (cpu::Compiler::cache_dir()).
+class ScratchCacheDir {
+ public:
+  ScratchCacheDir() {
+    if (const char* old = std::getenv("VKGRAD_CACHE_DIR")) old_ = old;
+    std::string tmpl = (fs::temp_directory_path() / "vkgrad-bench-cache-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw Error("bench: cannot create a scratch cache folder in " +
+                  fs::temp_directory_path().string());
+    path_ = tmpl;
+    ::setenv("VKGRAD_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~ScratchCacheDir() {
+    if (old_)
+      ::setenv("VKGRAD_CACHE_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("VKGRAD_CACHE_DIR");
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchCacheDir(const ScratchCacheDir&) = delete;
+  ScratchCacheDir& operator=(const ScratchCacheDir&) = delete;
+
+ private:
+  std::string path_;
+  std::optional<std::string> old_;
+};
+
+Row chain_cold_case(Suite& s) {
+  Row row = s.row("chain200_cold", "ms");
+  ChainInputs in = chain_inputs(51);
+  Shape shape = {kChainRows, kChainCols};
+  Tensor a = upload(in.a, shape, s.device), b = upload(in.b, shape, s.device),
+         c = upload(in.c, shape, s.device), out;
+  uint64_t structure = 0;
+  std::vector<Sample> runs = measure([&] {
+    structure = s.next_structure++;
+    std::vector<ChainOp> ops = chain_ops(structure);  // the program text: not timed
+    ScratchCacheDir scratch;
+    return time_realize([&] { return build_chain(ops, a, b, c); }, out);
+  });
+  s.last_cold_structure = structure;
+  set_ours(row, runs, 0);
+  row.kernel_value.reset();  // run_ms is in the phase line; the cold time is the point here
+  row.details.push_back(phase_line(runs));
+  int64_t compiled_min = runs[0].stats.programs_compiled, kernels = runs[0].stats.kernels_run;
+  for (const Sample& r : runs) compiled_min = std::min(compiled_min, r.stats.programs_compiled);
+  row.details.push_back(
+      fmt::format("each run: a new structure, a fresh empty VKGRAD_CACHE_DIR; "
+                  "{} kernel(s) run, {} program(s) compiled",
+                  kernels, compiled_min));
+  if (compiled_min < 1) row.fail("a run compiled nothing: not cold");
+  check_chain(row, chain_ops(structure), in, out);
+  return row;
+}
+
+Row chain_cached_case(Suite& s) {
+  Row row = s.row("chain200_cached", "ms");
+  Shape shape = {kChainRows, kChainCols};
+  // Fresh input buffers every run, from a few host data sets made up front.
+  std::vector<ChainInputs> sets;
+  for (uint64_t i = 0; i < 3; ++i) sets.push_back(chain_inputs(61 + 10 * i));
+  uint64_t structure = s.last_cold_structure ? *s.last_cold_structure : s.next_structure++;
+  std::vector<ChainOp> ops = chain_ops(structure);
+  Tensor out;
+  size_t turn = 0, last_set = 0;
+  auto once = [&] {
+    last_set = turn++ % sets.size();
+    const ChainInputs& in = sets[last_set];
+    Tensor a = upload(in.a, shape, s.device), b = upload(in.b, shape, s.device),
+           c = upload(in.c, shape, s.device);
+    return time_realize([&] { return build_chain(ops, a, b, c); }, out);
+  };
+  if (!s.last_cold_structure) once();  // --only chain200_cached: realize the structure once
+  std::vector<Sample> runs = measure(once);
+  set_ours(row, runs, 0);
+  row.details.push_back(phase_line(runs));
+  int64_t hits = 0, built = 0, compiled = 0;
+  int missed = 0;
+  for (const Sample& r : runs) {
+    hits += r.stats.schedule_cache_hits;
+    built += r.stats.schedules_built;
+    compiled += r.stats.programs_compiled;
+    if (r.stats.schedule_cache_hits < 1) ++missed;
+  }
+  row.details.push_back(
+      fmt::format("over {} runs: schedule cache hits +{}, schedules built +{}, "
+                  "programs compiled +{}",
+                  runs.size(), hits, built, compiled));
+  if (missed > 0)
+    row.fail(fmt::format("{} of {} runs missed the schedule cache", missed, runs.size()));
+  check_chain(row, ops, sets[last_set], out);
+  return row;
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+struct Case {
+  std::string name;
+  std::string unit;
+  std::function<Row(Suite&)> run;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"matmul_f32_512", "GFLOPS", [](Suite& s) { return matmul_case(s, 512); }},
+      {"matmul_f32_1024", "GFLOPS", [](Suite& s) { return matmul_case(s, 1024); }},
+      {"matmul_f32_2048", "GFLOPS", [](Suite& s) { return matmul_case(s, 2048); }},
+      {"ew_axbpc_16M", "GB/s", axbpc_case},
+      {"sum_16M", "GB/s", sum_case},
+      {"softmax_4096", "ms", softmax_case},
+      {"conv2d_b32_c64_56_k3", "ms", conv2d_case},
+      {"chain200_cold", "ms", chain_cold_case},
+      {"chain200_cached", "ms", chain_cached_case},
+  };
+  return all;
+}
+
+std::string num(double v) {
+  double a = std::fabs(v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 10) return fmt::format("{:.1f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.3f}", v);
+}
+
+constexpr const char* kRowFormat = "{:<22} {:>14} {:>14}  {:<30} {:>6} {:>5}  {}\n";
+
+void print_row(const Row& row) {
+  const CaseResult& r = row.result;
+  auto with_unit = [&](const std::optional<double>& v) {
+    return v ? num(*v) + " " + r.unit : std::string("-");
+  };
+  std::string ref =
+      r.reference ? fmt::format("{} {} {}", r.reference->name, num(r.reference->value), r.unit)
+                  : std::string("-");
+  std::string ratio = r.ratio ? fmt::format("{:.2f}", *r.ratio) : std::string("-");
+  std::string runs = row.runs > 0 ? std::to_string(row.runs) : std::string("-");
+  fmt::print(kRowFormat, r.name, with_unit(r.value), with_unit(row.kernel_value), ref, ratio, runs,
+             row.check);
+  for (const std::string& d : row.details) fmt::print("    {}\n", d);
+  std::fflush(stdout);
+}
+
+bool on_cpu(const Suite& s) { return s.device == "CPU" || s.device.rfind("CPU:", 0) == 0; }
+
+void print_header(const Suite& s, bool any_matmul, bool any_c_loop) {
+  const CpuInfo& cpu = s.cpu;
+  fmt::print("vkgrad bench on {}\n", s.device);
+  fmt::print("  host:     {}, {} logical CPUs{}, AVX-512 {}\n", cpu.model, cpu.logical,
+             cpu.physical > 0 ? fmt::format(" ({} cores)", cpu.physical) : std::string(),
+             cpu.avx512 ? "yes" : "no");
+  if (on_cpu(s))
+    fmt::print("  vkgrad:   CPU backend on {} threads (every logical CPU; CPU_THREADS overrides)\n",
+               s.threads);
+  else
+    fmt::print("  vkgrad:   device {}\n", s.device);
+  if (any_matmul && s.blas) {
+    const OpenBlas& b = *s.blas;
+    if (b.sgemm != nullptr) {
+      fmt::print("  OpenBLAS: core {}, {} threads{}; {}\n", b.corename.empty() ? "?" : b.corename,
+                 b.threads, on_cpu(s) ? " (set to match vkgrad's)" : "", b.config);
+      fmt::print("            {}\n", b.coretype);
+    } else {
+      fmt::print("  OpenBLAS: not available ({}); matmul is checked against double\n", b.error);
+    }
+  }
+  if (any_c_loop)
+    fmt::print("  C loops:  bench/reference.c, {} -O2 -march=native, one call on one thread\n",
+               VKGRAD_REFERENCE_CC);
+  fmt::print(
+      "  method:   1 warm-up, then runs until they add up to {:.0f} s (at least {}); "
+      "medians. \"kernels\" = runtime_stats().run_ms alone\n\n",
+      kTargetMs / 1e3, kMinRuns);
+  fmt::print(kRowFormat, "case", "ours", "kernels", "reference", "ratio", "runs", "check");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+CpuInfo read_cpu_info() {
+  CpuInfo info;
+  std::ifstream f("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, physical_id;
+  bool have_flags = false;
+  while (std::getline(f, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (key == "processor") {
+      ++info.logical;
+    } else if (key == "model name" && info.model.empty()) {
+      info.model = value;
+    } else if (key == "physical id") {
+      physical_id = value;
+    } else if (key == "core id") {
+      cores.insert({physical_id, value});
+    } else if (key == "flags" && !have_flags) {
+      have_flags = true;
+      std::istringstream words(value);
+      std::set<std::string> flags;
+      for (std::string w; words >> w;) {
+        flags.insert(w);
+        if (w.rfind("avx512", 0) == 0) info.avx512_flags.push_back(w);
+      }
+      info.avx512 = flags.count("avx512f") && flags.count("avx512bw") && flags.count("avx512dq") &&
+                    flags.count("avx512vl");
+    }
+  }
+  if (info.model.empty()) info.model = "unknown";
+  if (info.logical == 0) info.logical = static_cast<int>(std::thread::hardware_concurrency());
+  info.physical = static_cast<int>(cores.size());
+  return info;
+}
+
+int cpu_backend_threads() {
+  if (const char* s = std::getenv("CPU_THREADS"); s != nullptr && *s != '\0') {
+    char* end = nullptr;
+    long v = std::strtol(s, &end, 10);
+    if (*end == '\0' && v >= 1) return static_cast<int>(v);
+  }
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+const std::vector<std::string>& case_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Case& c : cases()) v.push_back(c.name);
+    return v;
+  }();
+  return names;
+}
+
+std::vector<CaseResult> run_suite(const Options& options) {
+  Suite s;
+  s.device = options.device.empty() ? default_device() : options.device;
+  // Opens the device (DeviceError if it cannot) and makes it the default for scalars too.
+  set_default_device(s.device);
+  Tensor::zeros({1}, std::nullopt, s.device).realize();
+  s.cpu = read_cpu_info();
+  s.threads = cpu_backend_threads();
+
+  std::vector<const Case*> selected;
+  for (const Case& c : cases())
+    if (options.only.empty() ||
+        std::find(options.only.begin(), options.only.end(), c.name) != options.only.end())
+      selected.push_back(&c);
+  bool any_matmul = false, any_c_loop = false;
+  for (const Case* c : selected) {
+    any_matmul |= c->name.rfind("matmul", 0) == 0;
+    any_c_loop |= c->name == "ew_axbpc_16M" || c->name == "sum_16M";
+  }
+  if (any_matmul) s.blas = load_openblas(s.cpu, on_cpu(s) ? s.threads : 0);
+  print_header(s, any_matmul, any_c_loop);
+
+  std::vector<CaseResult> results;
+  for (const Case* c : selected) {
+    Row row = s.row(c->name, c->unit);
+    try {
+      row = c->run(s);
+      row.result.ok = row.check == "ok";
+    } catch (const std::exception& e) {
+      row = s.row(c->name, c->unit);
+      row.check = "ERROR";
+      row.details = {e.what()};
+      row.result.ok = false;
+    }
+    print_row(row);
+    results.push_back(row.result);
+  }
+  return results;
+}
+
+namespace {
+// Five significant digits: the medians are not more precise than that.
+double round5(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  double scale = std::pow(10.0, 4 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * scale) / scale;
+}
+}  // namespace
+
+std::string results_json(const std::vector<CaseResult>& results) {
+  using Json = nlohmann::ordered_json;
+  Json list = Json::array();
+  for (const CaseResult& r : results) {
+    Json o;
+    o["name"] = r.name;
+    o["device"] = r.device;
+    o["value"] = r.value ? Json(round5(*r.value)) : Json(nullptr);
+    o["unit"] = r.unit;
+    o["reference"] = r.reference
+                         ? Json{{"name", r.reference->name}, {"value", round5(r.reference->value)}}
+                         : Json(nullptr);
+    o["ratio"] = r.ratio ? Json(round5(*r.ratio)) : Json(nullptr);
+    list.push_back(std::move(o));
+  }
+  return list.dump(2) + "\n";
+}
+
+}  // namespace vkgrad::bench

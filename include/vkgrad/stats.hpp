@@ -1,0 +1,26 @@
+// Public: counters and phase timings of the runtime, for benchmarks and tests (the schedule
+// cache, compiles, kernels run). Process-wide; reset_runtime_stats() zeroes them.
+#pragma once
+
+#include <cstdint>
+
+namespace vkgrad {
+
+struct RuntimeStats {
+  int64_t realizes = 0;             // realize() calls that ran a schedule
+  int64_t schedules_built = 0;      // schedule cache misses (graph cut into kernels)
+  int64_t schedule_cache_hits = 0;  // realizes served by a cached schedule
+  int64_t kernels_rendered = 0;     // kernels run through codegen (cache misses)
+  int64_t programs_compiled = 0;    // programs actually compiled (not found in any cache)
+  int64_t kernels_run = 0;          // kernel launches
+  int64_t buffers_allocated = 0;    // device buffers allocated
+  double schedule_ms = 0;           // time spent scheduling (incl. cache lookups)
+  double codegen_ms = 0;            // lowering, optimizing, rendering
+  double compile_ms = 0;            // compiler + loading programs
+  double run_ms = 0;                // launching and waiting for kernels and copies
+};
+
+RuntimeStats runtime_stats();
+void reset_runtime_stats();
+
+}  // namespace vkgrad

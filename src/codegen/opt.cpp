@@ -1,0 +1,126 @@
+// codegen: kernel optimizations as explicit actions on the kernel AST's ranges.
+//   upcast(g, U):   global range g of size N becomes g' (N/U, global) * U + u (U, upcast): each
+//                   thread computes U neighbouring outputs, in registers, with vector loads/stores
+//                   where the axis is contiguous and operand reuse where an input ignores it.
+//   unroll(r, U):   reduce range r becomes r' (N/U, reduce) * U + u (U, unroll): U independent
+//                   accumulators, folded after the loop (breaks the add latency chain).
+// The heuristics below pick them; NOOPT=1 skips this pass entirely.
+#include <algorithm>
+#include <unordered_map>
+
+#include "codegen/pipeline.hpp"
+#include "ir/graph_rewrite.hpp"
+#include "ir/symbolic/symbolic.hpp"
+#include "ir/upat.hpp"
+
+namespace vkgrad {
+namespace {
+
+int64_t as_int_const(const UOp& u) { return std::get<int64_t>(u.const_value()); }
+int64_t range_size(const UOp& r) { return r.src(0).is_const() ? as_int_const(r.src(0)) : -1; }
+
+struct RangeInfo {
+  std::vector<UOp> globals, reduces;
+  std::vector<UOp> load_indices;  // index expressions of every LOAD
+  int64_t next_id = 0;
+};
+
+RangeInfo collect(const UOp& ast) {
+  RangeInfo info;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::RANGE) {
+      const auto& a = u.arg_as<AxisArg>();
+      info.next_id = std::max(info.next_id, a.id + 1);
+      if (a.type == AxisType::global) info.globals.push_back(u);
+      if (a.type == AxisType::reduce) info.reduces.push_back(u);
+    }
+    if (u.op() == Ops::LOAD) info.load_indices.push_back(u.src(0).src(1));
+  }
+  auto by_id = [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  };
+  std::sort(info.globals.begin(), info.globals.end(), by_id);
+  std::sort(info.reduces.begin(), info.reduces.end(), by_id);
+  return info;
+}
+
+bool mentions(const UOp& expr, const UOp& range) {
+  for (const UOp& u : toposort(expr))
+    if (u == range) return true;
+  return false;
+}
+
+// Some load reads the same element for every value of `g`: upcasting g reuses it.
+bool has_reuse(const RangeInfo& info, const UOp& g) {
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                     [&](const UOp& idx) { return !mentions(idx, g); });
+}
+
+int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
+  for (int64_t f : options)
+    if (size > f && size % f == 0) return f;
+  return 1;
+}
+
+// REDUCE lists its ranges after the value; after a split, list the new ranges instead.
+UOp fix_reduce(const Match& m) {
+  const UOp& r = m.root();
+  bool stale = false;
+  for (size_t i = 1; i < r.src().size(); ++i) stale = stale || r.src(i).op() != Ops::RANGE;
+  if (!stale) return {};
+  std::vector<UOp> src{r.src(0)};
+  for (size_t i = 1; i < r.src().size(); ++i)
+    for (const UOp& u : toposort(r.src(i)))
+      if (u.op() == Ops::RANGE && std::find(src.begin(), src.end(), u) == src.end())
+        src.push_back(u);
+  return r.replace(std::move(src));
+}
+const PatternMatcher pm_fix_reduce({rule(UPat::op(Ops::REDUCE), fix_reduce)});
+
+}  // namespace
+
+UOp apply_optimizations(const UOp& ast) {
+  RangeInfo info = collect(ast);
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  auto split = [&](const UOp& r, int64_t factor, AxisType inner) {
+    const auto& a = r.arg_as<AxisArg>();
+    const UOp outer = UOp::range(range_size(r) / factor, a.id, a.type);
+    const UOp in = UOp::range(factor, info.next_id++, inner);
+    with.emplace(r, outer * factor + in);
+  };
+
+  int64_t upcasted = 1;
+  if (!info.reduces.empty()) {
+    // Register tiles for matmul-like kernels: the innermost output axis by 16 (one vector),
+    // another reused axis by 4.
+    if (!info.globals.empty()) {
+      const UOp& last = info.globals.back();
+      if (const int64_t f = pick_factor(range_size(last), {16, 8}); f > 1 && has_reuse(info, last)) {
+        split(last, f, AxisType::upcast);
+        upcasted *= f;
+      }
+      for (auto it = info.globals.rbegin() + 1; it < info.globals.rend() && upcasted > 1; ++it)
+        if (const int64_t f = pick_factor(range_size(*it), {4, 2}); f > 1 && has_reuse(info, *it)) {
+          split(*it, f, AxisType::upcast);
+          upcasted *= f;
+          break;
+        }
+    }
+    // Otherwise several accumulators for the innermost reduction.
+    if (upcasted == 1) {
+      const UOp& r = info.reduces.back();
+      if (const int64_t f = pick_factor(range_size(r), {32, 16, 8}); f > 1)
+        split(r, f, AxisType::unroll);
+    }
+  } else if (!info.globals.empty()) {
+    const UOp& last = info.globals.back();
+    if (const int64_t f = pick_factor(range_size(last), {16, 8, 4}); f > 1)
+      split(last, f, AxisType::upcast);
+  }
+  if (with.empty()) return ast;
+  UOp out = substitute(ast, with);
+  out = graph_rewrite(out, pm_fix_reduce, nullptr, {.name = "fix_reduce"});
+  return simplify(out);
+}
+
+}  // namespace vkgrad

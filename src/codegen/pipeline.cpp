@@ -1,0 +1,22 @@
+// codegen: the table of contents — each pass in order, each checked against the spec when SPEC=1.
+#include "codegen/pipeline.hpp"
+
+#include "ir/symbolic/symbolic.hpp"
+
+namespace vkgrad {
+
+UOp simplify_indices(const UOp& ast) { return simplify(ast); }
+
+Program codegen_c(const UOp& ast, const CodegenOptions& options) {
+  Program p;
+  UOp k = simplify_indices(ast);                     // 1. index and valid math, simplified
+  if (options.optimize) k = apply_optimizations(k);  // 2. upcasts, split accumulators
+  p.name = kernel_name(k);                           // 3. E_/r_ name from the final axes
+  p.source = render_c(k, p.name, &p.parallel_size);  // 4. linearize into loops and render C
+  for (const UOp& u : toposort(k))
+    if (u.op() == Ops::DEFINE_GLOBAL) p.num_buffers = std::max<int>(p.num_buffers, u.arg_as<int64_t>() + 1);
+  p.uops = toposort(k);
+  return p;
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,18 @@
+// codegen: the lowering pipeline from a scheduled kernel AST to source. pipeline.cpp lists the
+// passes in order. Depends on sched (kernel AST form) and ir.
+#pragma once
+
+#include "codegen/program.hpp"
+
+namespace vkgrad {
+
+// Scheduled kernel AST (sched/schedule.hpp) -> optimized AST -> C source.
+Program codegen_c(const UOp& ast, const CodegenOptions& options);
+
+// The passes, exposed for tests.
+UOp simplify_indices(const UOp& ast);           // symbolic simplification of index/valid math
+UOp apply_optimizations(const UOp& ast);        // upcast output axes, split reduce accumulators
+std::string render_c(const UOp& ast, const std::string& name, int64_t* parallel_size);
+std::string kernel_name(const UOp& ast);
+
+}  // namespace vkgrad

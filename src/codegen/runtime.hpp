@@ -1,0 +1,47 @@
+// codegen: the interface a backend implements — memory, rendering a kernel AST for the device,
+// compiling it, and running a list of kernels — so the engine above never names Vulkan or
+// dlopen. src/cpu and src/vk implement it; engine/device.cpp registers them by device name.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/program.hpp"
+
+namespace vkgrad {
+
+// A compiled kernel, ready to launch. Runtimes derive from it.
+class CompiledKernel {
+ public:
+  virtual ~CompiledKernel() = default;
+  std::string name;
+};
+
+struct KernelLaunch {
+  const CompiledKernel* kernel = nullptr;
+  std::vector<void*> buffers;  // device memory handles, in DEFINE_GLOBAL slot order
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::string name() const = 0;      // "CPU", "VULKAN:0"
+  virtual std::string describe() const = 0;  // one paragraph for `vkgrad info`
+
+  // Memory: opaque handles. alloc throws OutOfMemory (and the runtime stays usable).
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void free(void* handle) noexcept = 0;
+  virtual void copy_in(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_out(void* dst, const void* src, size_t bytes) = 0;
+
+  // Kernel AST (sched/schedule.hpp) -> source for this device, then -> a launchable kernel.
+  virtual Program render(const UOp& ast, const CodegenOptions& options) = 0;
+  virtual std::shared_ptr<CompiledKernel> compile(const Program& program) = 0;
+  // Run kernels in order; returns when all are done. Per-kernel seconds go to `seconds` when
+  // it is not null (DEBUG=1 timing).
+  virtual void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) = 0;
+};
+
+}  // namespace vkgrad

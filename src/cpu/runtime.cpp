@@ -1,0 +1,100 @@
+// cpu: the CPU backend (see runtime.hpp).
+#include "cpu/runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+#include <vkgrad/error.hpp>
+
+#include "codegen/pipeline.hpp"
+#include "cpu/compiler.hpp"
+#include "cpu/thread_pool.hpp"
+
+namespace vkgrad::cpu {
+namespace {
+
+// Below this much work (loop iterations of the whole kernel), a kernel runs on the calling
+// thread: waking the pool costs more than it saves.
+constexpr int64_t kParallelWork = 1 << 15;
+
+class CpuKernel final : public CompiledKernel {
+ public:
+  KernelFn fn = nullptr;
+  std::shared_ptr<Library> lib;
+  int64_t parallel_size = 1;
+  int64_t work = 1;
+};
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+class CpuRuntime final : public Runtime {
+ public:
+  std::string name() const override { return "CPU"; }
+  std::string describe() const override {
+    const CompilerInfo& ci = Compiler::instance().info();
+    return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}", cpu_model(),
+                       ThreadPool::global().size(), ci.path.empty() ? "none found" : ci.path,
+                       ci.version, Compiler::cache_dir());
+  }
+  void* alloc(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw OutOfMemory(fmt::format("CPU: cannot allocate {} bytes", bytes));
+    return p;
+  }
+  void free(void* handle) noexcept override { std::free(handle); }
+  void copy_in(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void copy_out(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  Program render(const UOp& ast, const CodegenOptions& options) override {
+    return codegen_c(ast, options);
+  }
+  std::shared_ptr<CompiledKernel> compile(const Program& p) override {
+    auto k = std::make_shared<CpuKernel>();
+    k->name = p.name;
+    k->lib = Compiler::instance().compile(p.source);
+    k->fn = Compiler::instance().kernel(k->lib, p.name);
+    k->parallel_size = p.parallel_size;
+    k->work = 1;
+    for (const UOp& u : p.uops)
+      if (u.op() == Ops::RANGE) k->work *= std::get<int64_t>(u.src(0).const_value());
+    return k;
+  }
+  void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) override {
+    ThreadPool& pool = ThreadPool::global();
+    for (const KernelLaunch& l : launches) {
+      const auto& k = static_cast<const CpuKernel&>(*l.kernel);
+      void** bufs = const_cast<void**>(l.buffers.data());
+      const auto t0 = std::chrono::steady_clock::now();
+      if (k.work < kParallelWork || k.parallel_size < 2 || pool.size() == 1) {
+        k.fn(bufs, nullptr, 0, k.parallel_size);
+      } else {
+        const int64_t grain = std::max<int64_t>(1, k.parallel_size / (pool.size() * 4));
+        pool.parallel_for(k.parallel_size, grain,
+                          [&](int64_t b, int64_t e) { k.fn(bufs, nullptr, b, e); });
+      }
+      if (seconds)
+        seconds->push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Runtime> make_runtime() { return std::make_unique<CpuRuntime>(); }
+
+}  // namespace vkgrad::cpu

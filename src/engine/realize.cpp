@@ -1,0 +1,398 @@
+// engine: devices, buffer storage and realize (see realize.hpp).
+//
+// Buffer lifetime: storage is allocated when a BUFFER node is made here and freed by the IR's
+// buffer-free hook when that node dies, so a buffer lives exactly as long as some tensor or lazy
+// graph can still read it.
+//
+// realize: normalize the graph (buffers become placeholders) -> look the structure up in the
+// schedule cache -> on a miss, schedule, render and compile every kernel (kernels are cached by
+// their AST, which is interned) -> allocate outputs, bind inputs and the schedule's reusable
+// intermediate arena -> run.
+#include "engine/realize.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vkgrad/device.hpp>
+#include <vkgrad/stats.hpp>
+
+#include "codegen/pipeline.hpp"
+#include "cpu/runtime.hpp"
+#include "ir/print.hpp"
+#include "sched/schedule.hpp"
+
+namespace vkgrad {
+namespace engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+int debug_level() {
+  static const int level = env_int("DEBUG", 0);
+  return level;
+}
+bool noopt() {
+  static const bool v = env_int("NOOPT", 0) != 0;
+  return v;
+}
+
+// ---- devices --------------------------------------------------------------------------------------
+struct Devices {
+  std::mutex mu;
+  std::map<std::string, std::unique_ptr<Runtime>> open;
+  std::string default_device;
+
+  static Devices& get() {
+    static Devices* d = new Devices();  // never destroyed: buffers may be freed at exit
+    return *d;
+  }
+};
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Runtime& runtime_of(const std::string& device) {
+  Devices& d = Devices::get();
+  std::lock_guard lock(d.mu);
+  auto it = d.open.find(device);
+  if (it != d.open.end()) return *it->second;
+  if (device == "CPU") return *d.open.emplace(device, cpu::make_runtime()).first->second;
+  throw DeviceError(fmt::format("unknown device '{}' (available: CPU)", device));
+}
+
+// ---- stats ----------------------------------------------------------------------------------------
+std::mutex g_stats_mu;
+RuntimeStats g_stats;
+
+// ---- storage ----------------------------------------------------------------------------------------
+struct Storage {
+  Runtime* runtime = nullptr;
+  void* handle = nullptr;
+  size_t bytes = 0;
+};
+struct StorageTable {
+  std::mutex mu;
+  std::unordered_map<int64_t, Storage> by_id;
+  static StorageTable& get() {
+    static StorageTable* t = new StorageTable();  // outlives every BUFFER node
+    return *t;
+  }
+};
+
+void free_buffer(const UOpNode& node) noexcept {
+  const int64_t id = node.src[0].arg_as<int64_t>();
+  Storage s;
+  {
+    StorageTable& t = StorageTable::get();
+    std::lock_guard lock(t.mu);
+    auto it = t.by_id.find(id);
+    if (it == t.by_id.end()) return;
+    s = it->second;
+    t.by_id.erase(it);
+  }
+  if (s.runtime) s.runtime->free(s.handle);
+}
+
+const bool g_hook_installed = [] {
+  set_buffer_free_hook(&free_buffer);
+  return true;
+}();
+
+UOp new_buffer(DType dtype, int64_t count, const std::string& device) {
+  (void)g_hook_installed;
+  Runtime& rt = runtime_of(device);
+  const size_t bytes = static_cast<size_t>(count) * dtype.itemsize();
+  void* handle = rt.alloc(bytes);
+  UOp b = lazy::buffer(dtype, count, device);
+  {
+    StorageTable& t = StorageTable::get();
+    std::lock_guard lock(t.mu);
+    t.by_id[lazy::buffer_id(b)] = {&rt, handle, bytes};
+  }
+  std::lock_guard s(g_stats_mu);
+  ++g_stats.buffers_allocated;
+  return b;
+}
+
+Storage storage_of(const UOp& buffer) {
+  StorageTable& t = StorageTable::get();
+  std::lock_guard lock(t.mu);
+  auto it = t.by_id.find(lazy::buffer_id(buffer));
+  if (it == t.by_id.end()) throw InternalError("engine: a BUFFER without storage");
+  return it->second;
+}
+
+// ---- schedule cache -----------------------------------------------------------------------------
+struct CachedSchedule {
+  UOp key;  // keeps the normalized graph (and so the cache key) alive
+  Schedule schedule;
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<void*> arena;  // per arena slot, allocated once and reused by every run
+  Runtime* runtime = nullptr;
+  std::mutex run_mu;  // one run at a time uses the arena
+  ~CachedSchedule() {
+    for (void* h : arena)
+      if (runtime) runtime->free(h);
+  }
+};
+
+struct ScheduleCache {
+  std::mutex mu;
+  std::unordered_map<const UOpNode*, std::shared_ptr<CachedSchedule>> by_key;
+  std::unordered_map<const UOpNode*, std::pair<UOp, std::shared_ptr<CompiledKernel>>> kernels;
+  static ScheduleCache& get() {
+    static ScheduleCache* c = new ScheduleCache();
+    return *c;
+  }
+};
+constexpr size_t kMaxCachedSchedules = 4096;
+
+std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g, const std::string& device) {
+  ScheduleCache& cache = ScheduleCache::get();
+  {
+    std::lock_guard lock(cache.mu);
+    auto it = cache.by_key.find(g.key.get());
+    if (it != cache.by_key.end()) {
+      std::lock_guard s(g_stats_mu);
+      ++g_stats.schedule_cache_hits;
+      return it->second;
+    }
+  }
+  auto t0 = Clock::now();
+  auto cs = std::make_shared<CachedSchedule>();
+  cs->key = g.key;
+  cs->schedule = build_schedule(g.key);
+  cs->runtime = &runtime_of(device);
+  const double sched_ms = ms_since(t0);
+  if (debug_level() >= 3) {
+    std::fprintf(stderr, "schedule: %zu kernels, %zu buffers\n", cs->schedule.kernels.size(),
+                 cs->schedule.buffers.size());
+  }
+  double codegen_ms = 0, compile_ms = 0;
+  int64_t rendered = 0, compiled = 0;
+  const CodegenOptions opts{.optimize = !noopt()};
+  for (const ScheduleKernel& k : cs->schedule.kernels) {
+    std::shared_ptr<CompiledKernel> ck;
+    {
+      std::lock_guard lock(cache.mu);
+      auto it = cache.kernels.find(k.ast.get());
+      if (it != cache.kernels.end()) ck = it->second.second;
+    }
+    if (!ck) {
+      auto t1 = Clock::now();
+      Program p = cs->runtime->render(k.ast, opts);
+      codegen_ms += ms_since(t1);
+      ++rendered;
+      if (debug_level() >= 5) std::fprintf(stderr, "%s\n", to_string(k.ast).c_str());
+      if (debug_level() >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
+      auto t2 = Clock::now();
+      ck = cs->runtime->compile(p);
+      compile_ms += ms_since(t2);
+      ++compiled;
+      std::lock_guard lock(cache.mu);
+      cache.kernels.emplace(k.ast.get(), std::make_pair(k.ast, ck));
+    }
+    if (debug_level() >= 3)
+      std::fprintf(stderr, "  kernel %zu: %s, %zu buffers\n", cs->kernels.size(), ck->name.c_str(),
+                   k.buffers.size());
+    cs->kernels.push_back(std::move(ck));
+  }
+  for (int64_t bytes : cs->schedule.arena_slot_bytes)
+    cs->arena.push_back(cs->runtime->alloc(static_cast<size_t>(bytes)));
+  {
+    std::lock_guard s(g_stats_mu);
+    ++g_stats.schedules_built;
+    g_stats.schedule_ms += sched_ms;
+    g_stats.codegen_ms += codegen_ms;
+    g_stats.compile_ms += compile_ms;
+    g_stats.kernels_rendered += rendered;
+    g_stats.programs_compiled += compiled;
+  }
+  std::lock_guard lock(cache.mu);
+  if (cache.by_key.size() >= kMaxCachedSchedules) cache.by_key.clear();
+  return cache.by_key.emplace(g.key.get(), cs).first->second;
+}
+
+UOp view_of(const UOp& buffer, const Shape& shape) {
+  return shape == Shape{buffer.arg_as<int64_t>()} ? buffer : lazy::reshape(buffer, shape);
+}
+
+}  // namespace
+
+// ---- public engine API ------------------------------------------------------------------------------
+std::string canonical_device(const std::string& device) {
+  if (device.empty()) return vkgrad::default_device();
+  std::string d = upper(device);
+  if (d == "CPU:0") d = "CPU";
+  runtime_of(d);  // throws DeviceError if it cannot open
+  return d;
+}
+
+UOp upload(const void* data, size_t nbytes, DType dtype, int64_t count, const std::string& device) {
+  UOp b = new_buffer(dtype, count, device);
+  const Storage s = storage_of(b);
+  s.runtime->copy_in(s.handle, data, nbytes);
+  return b;
+}
+
+UOp allocate(DType dtype, int64_t count, const std::string& device) {
+  return new_buffer(dtype, count, device);
+}
+
+void download(const UOp& buffer, void* dst, size_t nbytes) {
+  const Storage s = storage_of(buffer);
+  s.runtime->copy_out(dst, s.handle, nbytes);
+}
+
+UOp as_buffer(const UOp& u) {
+  if (u.op() == Ops::BUFFER) return u;
+  if (u.op() == Ops::RESHAPE && u.src(0).op() == Ops::BUFFER) return u.src(0);
+  return {};
+}
+
+std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string> devices) {
+  std::vector<UOp> out(roots.begin(), roots.end());
+  std::vector<UOp> todo;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (!as_buffer(roots[i])) {
+      todo.push_back(roots[i]);
+      where.push_back(i);
+    }
+  if (todo.empty()) return out;
+  const std::string device = devices[where[0]];
+  for (size_t i : where)
+    if (devices[i] != device)
+      throw DeviceError(fmt::format("realize: tensors on {} and {} in one realize", device, devices[i]));
+
+  auto t0 = Clock::now();
+  const NormalizedGraph g = normalize_graph(todo);
+  const double normalize_ms = ms_since(t0);
+  std::shared_ptr<CachedSchedule> cs = lookup_or_build(g, device);
+  const Schedule& sched = cs->schedule;
+
+  // Bind buffers: inputs, fresh outputs, the arena.
+  auto t1 = Clock::now();
+  std::vector<void*> handles(sched.buffers.size(), nullptr);
+  std::vector<UOp> outputs(todo.size());
+  for (size_t b = 0; b < sched.buffers.size(); ++b) {
+    const ScheduleBuffer& sb = sched.buffers[b];
+    switch (sb.kind) {
+      case ScheduleBuffer::Kind::input: handles[b] = storage_of(g.inputs[sb.index]).handle; break;
+      case ScheduleBuffer::Kind::intermediate: handles[b] = cs->arena[sb.index]; break;
+      case ScheduleBuffer::Kind::output: {
+        UOp nb = new_buffer(sb.dtype, sb.count, device);
+        handles[b] = storage_of(nb).handle;
+        outputs[sb.index] = nb;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const ScheduleBuffer& sb = sched.buffers[sched.outputs[i]];
+    if (sb.kind == ScheduleBuffer::Kind::input) {
+      outputs[i] = g.inputs[sb.index];  // the root was an input all along
+    } else if (!outputs[i]) {
+      outputs[i] = outputs[sb.index];  // the same node asked for twice
+    }
+  }
+  std::vector<KernelLaunch> launches;
+  launches.reserve(sched.kernels.size());
+  for (size_t k = 0; k < sched.kernels.size(); ++k) {
+    KernelLaunch l{cs->kernels[k].get(), {}};
+    for (int b : sched.kernels[k].buffers) l.buffers.push_back(handles[b]);
+    launches.push_back(std::move(l));
+  }
+  std::vector<double> seconds;
+  {
+    std::lock_guard run(cs->run_mu);
+    cs->runtime->run(launches, debug_level() >= 1 ? &seconds : nullptr);
+  }
+  const double run_ms = ms_since(t1);
+  if (debug_level() >= 1)
+    for (size_t k = 0; k < seconds.size(); ++k)
+      std::fprintf(stderr, "*** %-6s %4zu %-24s %3zu bufs  %9.3f ms\n", device.c_str(), k,
+                   launches[k].kernel->name.c_str(), launches[k].buffers.size(), seconds[k] * 1e3);
+  {
+    std::lock_guard s(g_stats_mu);
+    ++g_stats.realizes;
+    g_stats.schedule_ms += normalize_ms;
+    g_stats.run_ms += run_ms;
+    g_stats.kernels_run += static_cast<int64_t>(launches.size());
+  }
+  for (size_t i = 0; i < todo.size(); ++i)
+    out[where[i]] = view_of(outputs[i], sched.output_shapes[i]);
+  return out;
+}
+
+std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
+                                      std::span<const std::string> devices) {
+  std::vector<UOp> todo;
+  for (const UOp& r : roots)
+    if (!as_buffer(r)) todo.push_back(r);
+  if (todo.empty()) return {};
+  const NormalizedGraph g = normalize_graph(todo);
+  const Schedule sched = build_schedule(g.key);
+  std::vector<KernelInfo> out;
+  for (const ScheduleKernel& k : sched.kernels)
+    out.push_back({kernel_name(k.ast), devices[0], static_cast<int64_t>(k.buffers.size()),
+                   k.global_shape});
+  return out;
+}
+
+}  // namespace engine
+
+// ---- public device API ------------------------------------------------------------------------------
+std::string default_device() {
+  engine::Devices& d = engine::Devices::get();
+  {
+    std::lock_guard lock(d.mu);
+    if (!d.default_device.empty()) return d.default_device;
+  }
+  std::string dev = "CPU";
+  if (const char* env = std::getenv("DEVICE"); env && *env) dev = engine::upper(env);
+  engine::runtime_of(dev);
+  std::lock_guard lock(d.mu);
+  if (d.default_device.empty()) d.default_device = dev;
+  return d.default_device;
+}
+
+void set_default_device(const std::string& device) {
+  const std::string dev = engine::canonical_device(device.empty() ? "CPU" : device);
+  engine::Devices& d = engine::Devices::get();
+  std::lock_guard lock(d.mu);
+  d.default_device = dev;
+}
+
+std::vector<std::string> devices() { return {"CPU"}; }
+
+std::string device_info() {
+  std::string out;
+  for (const std::string& d : devices()) out += engine::runtime_of(d).describe() + "\n";
+  return out;
+}
+
+RuntimeStats runtime_stats() {
+  std::lock_guard lock(engine::g_stats_mu);
+  return engine::g_stats;
+}
+void reset_runtime_stats() {
+  std::lock_guard lock(engine::g_stats_mu);
+  engine::g_stats = {};
+}
+
+}  // namespace vkgrad

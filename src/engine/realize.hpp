@@ -1,0 +1,35 @@
+// engine: turns tensor-level graphs into results — the device registry, buffer storage (owned by
+// BUFFER nodes), realize (schedule cache, memory plan, compile, run) and runtime counters.
+// Depends on sched, codegen and the runtimes (cpu, later vk); knows nothing of Tensor.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+#include <vkgrad/tensor.hpp>
+
+#include "ir/uop.hpp"
+
+namespace vkgrad::engine {
+
+// "" -> the default device; "cpu" -> "CPU"; DeviceError naming the device if it cannot open.
+std::string canonical_device(const std::string& device);
+
+// A BUFFER node on `device` holding a copy of `nbytes` bytes (count elements of dtype).
+UOp upload(const void* data, size_t nbytes, DType dtype, int64_t count, const std::string& device);
+// A new, uninitialised BUFFER node.
+UOp allocate(DType dtype, int64_t count, const std::string& device);
+// Copies a realized BUFFER's bytes out.
+void download(const UOp& buffer, void* dst, size_t nbytes);
+
+// Realizes each root (a tensor-level node) and returns, for each, a node that reads the result
+// from a buffer: RESHAPE(BUFFER) with the root's shape (or the BUFFER itself when 1-D).
+std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string> devices);
+// The kernels realize() would run for these roots.
+std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
+                                      std::span<const std::string> devices);
+
+// The BUFFER under a plain contiguous view (BUFFER or RESHAPE(BUFFER)), else a null UOp.
+UOp as_buffer(const UOp& u);
+
+}  // namespace vkgrad::engine

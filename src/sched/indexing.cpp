@@ -1,0 +1,174 @@
+// sched: lowering a kernel's tensor graph to index expressions (see indexing.hpp). One rule on
+// the tensor-level INDEX(node, valid, idx...) pushes the indexing through each kind of node.
+#include "sched/indexing.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+#include <vkgrad/error.hpp>
+
+#include "ir/graph_rewrite.hpp"
+#include "ir/symbolic/symbolic.hpp"
+#include "ir/upat.hpp"
+
+namespace vkgrad {
+namespace {
+
+struct LowerCtx {
+  lazy::ShapeMap* shapes;
+  const std::function<bool(const UOp&)>* is_input;
+  std::vector<UOp> inputs;
+  std::unordered_map<const UOpNode*, int> slot_of;
+  int64_t next_range = 0;
+  UOp root;
+};
+
+const UOp kTrue = UOp::const_(dtypes::bool_, true);
+
+UOp index_node(const UOp& node, const UOp& valid, std::vector<UOp> idx) {
+  std::vector<UOp> src{node, valid};
+  src.insert(src.end(), idx.begin(), idx.end());
+  return UOp::make(Ops::INDEX, node.dtype(), std::move(src));
+}
+
+UOp idx_const(int64_t v) { return UOp::const_(dtypes::index, v); }
+
+UOp and_(const UOp& a, const UOp& b) {
+  if (a == kTrue) return b;
+  if (b == kTrue) return a;
+  return a & b;
+}
+
+// Row-major flat index of idx in shape.
+UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
+  UOp flat = idx_const(0);
+  int64_t stride = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    if (shape[i] != 1) flat = flat + idx[i] * stride;
+    stride *= shape[i];
+  }
+  return flat;
+}
+
+UOp lower_index(const Match& m) {
+  LowerCtx& ctx = m.ctx<LowerCtx>();
+  const UOp& u = m.root();
+  const UOp& n = u.src(0);
+  if (n.op() == Ops::DEFINE_GLOBAL) return {};  // already kernel level
+  const UOp& valid = u.src(1);
+  std::vector<UOp> idx(u.src().begin() + 2, u.src().end());
+  const Shape& out_shape = (*ctx.shapes)(n);
+
+  if ((*ctx.is_input)(n)) {
+    auto [it, fresh] = ctx.slot_of.emplace(n.get(), static_cast<int>(ctx.inputs.size()) + 1);
+    if (fresh) ctx.inputs.push_back(n);
+    const UOp g = UOp::define_global(n.dtype().ptr(lazy::prod(out_shape)), it->second);
+    const UOp flat = flatten(idx, out_shape);
+    return (valid == kTrue ? g.index(flat) : g.index(flat, valid)).load();
+  }
+  switch (n.op()) {
+    case Ops::CONST: return n;
+    case Ops::IOTA: return idx[0].cast(n.dtype());
+    case Ops::CONTIGUOUS:
+    case Ops::DETACH: return index_node(n.src(0), valid, idx);
+    case Ops::RESHAPE: {
+      const Shape& in = (*ctx.shapes)(n.src(0));
+      std::vector<UOp> nidx(in.size());
+      const UOp flat = flatten(idx, out_shape);
+      int64_t stride = 1;
+      for (int i = static_cast<int>(in.size()) - 1; i >= 0; --i) {
+        nidx[i] = in[i] == 1 ? idx_const(0) : (flat / stride) % in[i];
+        stride *= in[i];
+      }
+      return index_node(n.src(0), valid, std::move(nidx));
+    }
+    case Ops::PERMUTE: {
+      const IntTuple& order = n.arg_as<IntTuple>();
+      std::vector<UOp> nidx(idx.size());
+      for (size_t i = 0; i < order.size(); ++i) nidx[order[i]] = idx[i];
+      return index_node(n.src(0), valid, std::move(nidx));
+    }
+    case Ops::EXPAND: {
+      const Shape& in = (*ctx.shapes)(n.src(0));
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i] != out_shape[i]) idx[i] = idx_const(0);
+      return index_node(n.src(0), valid, std::move(idx));
+    }
+    case Ops::SHRINK: {
+      const PairTuple& b = n.arg_as<PairTuple>();
+      for (size_t i = 0; i < idx.size(); ++i)
+        if (b[i].first) idx[i] = idx[i] + b[i].first;
+      return index_node(n.src(0), valid, std::move(idx));
+    }
+    case Ops::FLIP: {
+      const IntTuple& f = n.arg_as<IntTuple>();
+      for (size_t i = 0; i < idx.size(); ++i)
+        if (f[i]) idx[i] = idx_const(out_shape[i] - 1) - idx[i];
+      return index_node(n.src(0), valid, std::move(idx));
+    }
+    case Ops::PAD: {
+      const PairTuple& p = n.arg_as<PairTuple>();
+      const Shape& in = (*ctx.shapes)(n.src(0));
+      UOp inside = kTrue;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        if (p[i].first == 0 && p[i].second == 0) continue;
+        if (p[i].first) inside = and_(inside, idx[i].ge(p[i].first));
+        if (p[i].second) inside = and_(inside, idx[i].lt(p[i].first + in[i]));
+        if (p[i].first) idx[i] = idx[i] - p[i].first;
+      }
+      const UOp inner = index_node(n.src(0), and_(valid, inside), std::move(idx));
+      return inside.where(inner, UOp::const_(n.dtype(), int64_t{0}));
+    }
+    case Ops::REDUCE_AXIS: {
+      const Shape& in = (*ctx.shapes)(n.src(0));
+      std::vector<UOp> ranges;
+      for (int64_t a : lazy::reduce_axes(n)) {
+        if (in[a] == 1) {
+          idx[a] = idx_const(0);
+          continue;
+        }
+        idx[a] = UOp::range(in[a], ctx.next_range++, AxisType::reduce);
+        ranges.push_back(idx[a]);
+      }
+      const UOp body = index_node(n.src(0), valid, std::move(idx));
+      if (ranges.empty()) return body;
+      std::vector<UOp> src{body};
+      src.insert(src.end(), ranges.begin(), ranges.end());
+      return UOp::make(Ops::REDUCE, n.dtype(), std::move(src), lazy::reduce_op(n));
+    }
+    case Ops::BUFFER:
+      throw InternalError("lower_kernel: a BUFFER that is not an input");
+    default: break;
+  }
+  if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST) {
+    std::vector<UOp> src;
+    for (const UOp& s : n.src()) src.push_back(index_node(s, valid, idx));
+    return UOp::make(n.op(), n.dtype(), std::move(src), n.arg());
+  }
+  throw InternalError(fmt::format("lower_kernel: cannot lower {} in a kernel", op_name(n.op())));
+}
+
+const PatternMatcher pm_lower({rule(UPat::op(Ops::INDEX), lower_index)});
+
+}  // namespace
+
+LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
+                           const std::function<bool(const UOp&)>& is_input) {
+  LowerCtx ctx{&shapes, &is_input, {}, {}, 0, root};
+  const Shape& shape = shapes(root);
+  std::vector<UOp> idx(shape.size());
+  int64_t axis = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    idx[i] = shape[i] == 1 ? idx_const(0) : UOp::range(shape[i], axis++, AxisType::global);
+  ctx.next_range = axis;
+  // The root itself is computed here, so index its definition, never a load of itself.
+  const UOp start = root.op() == Ops::CONTIGUOUS ? root.src(0) : root;
+  const UOp value = graph_rewrite(index_node(start, kTrue, idx), pm_lower, ctx,
+                                  {.parents_first = true, .name = "lower_kernel"});
+  const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod(shape)), 0);
+  UOp ast = UOp::sink({out.index(flatten(idx, shape)).store(value)});
+  ast = simplify(ast);
+  return {std::move(ast), std::move(ctx.inputs)};
+}
+
+}  // namespace vkgrad

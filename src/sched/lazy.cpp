@@ -1,0 +1,138 @@
+// sched: tensor-level graph builders and shape inference (see lazy.hpp).
+#include "sched/lazy.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <vkgrad/error.hpp>
+
+namespace vkgrad::lazy {
+namespace {
+std::atomic<int64_t> g_next_buffer_id{1};
+
+IntTuple tuple(const std::vector<int64_t>& v) { return IntTuple(v.begin(), v.end()); }
+}  // namespace
+
+int64_t prod(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+UOp buffer(DType dtype, int64_t count, const std::string& device) {
+  const int64_t id = g_next_buffer_id.fetch_add(1, std::memory_order_relaxed);
+  return UOp::make(Ops::BUFFER, dtype,
+                   {UOp::make(Ops::UNIQUE, dtypes::void_, {}, id),
+                    UOp::make(Ops::DEVICE, dtypes::void_, {}, device)},
+                   count);
+}
+
+int64_t buffer_id(const UOp& b) { return b.src(0).arg_as<int64_t>(); }
+const std::string& buffer_device(const UOp& b) { return b.src(1).arg_as<std::string>(); }
+
+UOp iota(int64_t n, DType dtype) { return UOp::make(Ops::IOTA, dtype, {}, n); }
+
+UOp reshape(const UOp& x, const Shape& shape) {
+  return UOp::make(Ops::RESHAPE, x.dtype(), {x}, tuple(shape));
+}
+UOp permute(const UOp& x, const std::vector<int64_t>& order) {
+  return UOp::make(Ops::PERMUTE, x.dtype(), {x}, tuple(order));
+}
+UOp expand(const UOp& x, const Shape& shape) {
+  return UOp::make(Ops::EXPAND, x.dtype(), {x}, tuple(shape));
+}
+UOp pad(const UOp& x, const PairTuple& padding) {
+  return UOp::make(Ops::PAD, x.dtype(), {x}, padding);
+}
+UOp shrink(const UOp& x, const PairTuple& bounds) {
+  return UOp::make(Ops::SHRINK, x.dtype(), {x}, bounds);
+}
+UOp flip(const UOp& x, const std::vector<int64_t>& flags) {
+  return UOp::make(Ops::FLIP, x.dtype(), {x}, tuple(flags));
+}
+UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
+  IntTuple arg{static_cast<int64_t>(op)};
+  arg.insert(arg.end(), axes.begin(), axes.end());
+  return UOp::make(Ops::REDUCE_AXIS, x.dtype(), {x}, std::move(arg));
+}
+UOp contiguous(const UOp& x) { return UOp::make(Ops::CONTIGUOUS, x.dtype(), {x}); }
+
+Ops reduce_op(const UOp& r) { return static_cast<Ops>(r.arg_as<IntTuple>()[0]); }
+std::vector<int64_t> reduce_axes(const UOp& r) {
+  const IntTuple& a = r.arg_as<IntTuple>();
+  return std::vector<int64_t>(a.begin() + 1, a.end());
+}
+
+namespace {
+Shape infer(const UOp& u, const std::vector<const Shape*>& in) {
+  switch (u.op()) {
+    case Ops::BUFFER: return {u.arg_as<int64_t>()};
+    case Ops::IOTA: return {u.arg_as<int64_t>()};
+    case Ops::CONST:
+    case Ops::DEFINE_VAR:
+    case Ops::BIND: return {};
+    case Ops::RESHAPE:
+    case Ops::EXPAND: {
+      const IntTuple& a = u.arg_as<IntTuple>();
+      return Shape(a.begin(), a.end());
+    }
+    case Ops::PERMUTE: {
+      const IntTuple& order = u.arg_as<IntTuple>();
+      Shape s(order.size());
+      for (size_t i = 0; i < order.size(); ++i) s[i] = (*in[0])[order[i]];
+      return s;
+    }
+    case Ops::PAD: {
+      Shape s = *in[0];
+      const PairTuple& p = u.arg_as<PairTuple>();
+      for (size_t i = 0; i < s.size(); ++i) s[i] += p[i].first + p[i].second;
+      return s;
+    }
+    case Ops::SHRINK: {
+      Shape s = *in[0];
+      const PairTuple& p = u.arg_as<PairTuple>();
+      for (size_t i = 0; i < s.size(); ++i) s[i] = p[i].second - p[i].first;
+      return s;
+    }
+    case Ops::REDUCE_AXIS: {
+      Shape s = *in[0];
+      for (int64_t a : reduce_axes(u)) s[a] = 1;
+      return s;
+    }
+    default:
+      if (in.empty()) throw InternalError(fmt::format("shape_of: no shape for {}", op_name(u.op())));
+      return *in[0];  // elementwise, CAST, BITCAST, CONTIGUOUS, DETACH, FLIP, ...
+  }
+}
+}  // namespace
+
+const Shape& ShapeMap::operator()(const UOp& root) {
+  if (auto it = shapes_.find(root.get()); it != shapes_.end()) return it->second;
+  // Iterative post-order over the nodes not yet known.
+  std::vector<std::pair<UOp, bool>> stack{{root, false}};
+  std::vector<const Shape*> in;
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (shapes_.count(u.get())) continue;
+    if (!expanded) {
+      stack.push_back({u, true});
+      for (const UOp& s : u.src())
+        if (!shapes_.count(s.get()) && s.op() != Ops::UNIQUE && s.op() != Ops::DEVICE)
+          stack.push_back({s, false});
+      continue;
+    }
+    in.clear();
+    for (const UOp& s : u.src())
+      if (s.op() != Ops::UNIQUE && s.op() != Ops::DEVICE) in.push_back(&shapes_.at(s.get()));
+    shapes_.emplace(u.get(), infer(u, in));
+  }
+  return shapes_.at(root.get());
+}
+
+Shape shape_of(const UOp& u) {
+  ShapeMap m;
+  return m(u);
+}
+
+}  // namespace vkgrad::lazy

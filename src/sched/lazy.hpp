@@ -1,0 +1,60 @@
+// sched: the tensor-level graph — how Tensor operations are spelled as UOps before scheduling,
+// and shape inference over them. The frontend builds these nodes; the scheduler reads them.
+// Depends on ir only.
+//
+// Node forms (shapes are inferred, never stored in the graph):
+//   BUFFER    dtype=element, src=(UNIQUE(arg=id), DEVICE(arg=name)), arg=int64 element count;
+//             shape (count,). Storage lives exactly as long as the BUFFER node (engine hook).
+//   CONST     a scalar, shape ().
+//   IOTA      dtype=int32 or int64, arg=int64 n: the values 0..n-1, shape (n,).
+//   ALU ops, CAST, BITCAST: elementwise over sources of one shape.
+//   REDUCE_AXIS src=(x), arg=IntTuple{int(op), axis...} with op ADD, MUL or MAX; reduced axes
+//             keep size 1.
+//   RESHAPE/EXPAND arg=IntTuple new shape; PERMUTE arg=IntTuple order; PAD arg=PairTuple
+//             (before, after); SHRINK arg=PairTuple (start, end); FLIP arg=IntTuple of 0/1 flags.
+//   CONTIGUOUS src=(x): materialize x. DETACH src=(x): x (autograd only).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+using Shape = std::vector<int64_t>;
+
+namespace lazy {
+
+UOp buffer(DType dtype, int64_t count, const std::string& device);
+int64_t buffer_id(const UOp& buffer);  // the UNIQUE id of a BUFFER node
+const std::string& buffer_device(const UOp& buffer);
+
+UOp iota(int64_t n, DType dtype);
+UOp reshape(const UOp& x, const Shape& shape);
+UOp permute(const UOp& x, const std::vector<int64_t>& order);
+UOp expand(const UOp& x, const Shape& shape);
+UOp pad(const UOp& x, const PairTuple& padding);
+UOp shrink(const UOp& x, const PairTuple& bounds);
+UOp flip(const UOp& x, const std::vector<int64_t>& flags);
+UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes);
+UOp contiguous(const UOp& x);
+
+// REDUCE_AXIS's op and axes.
+Ops reduce_op(const UOp& r);
+std::vector<int64_t> reduce_axes(const UOp& r);
+
+// Shapes of every node of a tensor-level graph, computed once (iteratively) per graph.
+class ShapeMap {
+ public:
+  const Shape& operator()(const UOp& u);
+ private:
+  std::unordered_map<const UOpNode*, Shape> shapes_;
+};
+Shape shape_of(const UOp& u);  // one-off (builds a ShapeMap)
+
+int64_t prod(const Shape& s);
+
+}  // namespace lazy
+}  // namespace vkgrad

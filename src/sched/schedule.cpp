@@ -1,0 +1,142 @@
+// sched: the schedule, as a table of contents — normalize (cache key), choose what becomes a
+// buffer, lower each kernel (indexing.cpp), plan intermediate memory.
+#include "sched/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+#include <vkgrad/error.hpp>
+
+#include "ir/symbolic/symbolic.hpp"
+#include "sched/indexing.hpp"
+
+namespace vkgrad {
+
+// ---- normalize: buffers become placeholders ------------------------------------------------------
+bool is_placeholder(const UOp& b) { return b.op() == Ops::BUFFER && lazy::buffer_id(b) < 0; }
+int64_t placeholder_index(const UOp& b) { return -lazy::buffer_id(b) - 1; }
+
+NormalizedGraph normalize_graph(std::span<const UOp> roots) {
+  NormalizedGraph out;
+  const UOp sink = UOp::sink(std::vector<UOp>(roots.begin(), roots.end()));
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  for (const UOp& u : toposort(sink)) {
+    if (u.op() != Ops::BUFFER || with.count(u)) continue;
+    const int64_t k = static_cast<int64_t>(out.inputs.size());
+    out.inputs.push_back(u);
+    with.emplace(u, UOp::make(Ops::BUFFER, u.dtype(),
+                              {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)},
+                              u.arg()));
+  }
+  out.key = with.empty() ? sink : substitute(sink, with);
+  return out;
+}
+
+// ---- which nodes become buffers ------------------------------------------------------------------
+namespace {
+
+// A node is realized (computed into its own buffer by its own kernel) when it is an output,
+// a CONTIGUOUS, or a reduction whose value is needed at more than one output position of its
+// consumer's kernel (behind an EXPAND) or inside another reduction. Elementwise work is
+// recomputed where it is used, never stored.
+std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
+                                                   std::span<const UOp> roots) {
+  std::unordered_set<const UOpNode*> realized;
+  for (const UOp& r : roots) realized.insert(r.get());
+  std::unordered_map<const UOpNode*, bool> under;  // below an EXPAND or REDUCE_AXIS in its kernel
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOp& u = *it;
+    if (u.op() == Ops::SINK) continue;
+    bool ctx = under[u.get()];
+    if (u.op() == Ops::CONTIGUOUS || (u.op() == Ops::REDUCE_AXIS && ctx)) realized.insert(u.get());
+    if (realized.count(u.get())) ctx = false;  // its kernel starts here
+    const bool mark = ctx || u.op() == Ops::EXPAND || u.op() == Ops::REDUCE_AXIS;
+    for (const UOp& s : u.src())
+      if (mark) under[s.get()] = true;
+  }
+  return realized;
+}
+
+}  // namespace
+
+Schedule build_schedule(const UOp& key) {
+  Schedule sched;
+  const std::vector<UOp> topo = toposort(key);
+  const std::span<const UOp> roots(key.src());
+  lazy::ShapeMap shapes;
+  const auto realized = choose_realized(topo, roots);
+
+  // Buffers: placeholders (inputs), then one per realized node.
+  std::unordered_map<const UOpNode*, int> buffer_of;
+  for (const UOp& u : topo)
+    if (u.op() == Ops::BUFFER) {
+      buffer_of[u.get()] = static_cast<int>(sched.buffers.size());
+      sched.buffers.push_back({ScheduleBuffer::Kind::input, u.dtype(), u.arg_as<int64_t>(),
+                               static_cast<int>(placeholder_index(u))});
+    }
+  std::vector<UOp> order;  // realized nodes in execution order
+  for (const UOp& u : topo)
+    if (realized.count(u.get()) && u.op() != Ops::SINK) {
+      order.push_back(u);
+      buffer_of[u.get()] = static_cast<int>(sched.buffers.size());
+      sched.buffers.push_back(
+          {ScheduleBuffer::Kind::intermediate, u.dtype(), lazy::prod(shapes(u)), 0});
+    }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const int b = buffer_of.at(roots[i].get());
+    ScheduleBuffer& sb = sched.buffers[b];
+    if (sb.kind == ScheduleBuffer::Kind::intermediate) {
+      sb.kind = ScheduleBuffer::Kind::output;
+      sb.index = static_cast<int>(i);
+    }
+    sched.outputs.push_back(b);
+    sched.output_shapes.push_back(shapes(roots[i]));
+  }
+
+  // Kernels, lowered one realized node at a time.
+  for (const UOp& r : order) {
+    if (lazy::prod(shapes(r)) == 0) continue;
+    LoweredKernel lk = lower_kernel(r, shapes, [&](const UOp& u) {
+      return u != r && (u.op() == Ops::BUFFER || realized.count(u.get()));
+    });
+    ScheduleKernel k;
+    k.ast = std::move(lk.ast);
+    k.buffers.push_back(buffer_of.at(r.get()));
+    for (const UOp& in : lk.inputs) k.buffers.push_back(buffer_of.at(in.get()));
+    k.global_shape = shapes(r);
+    sched.kernels.push_back(std::move(k));
+  }
+
+  // Memory plan: intermediates share arena slots of equal size when their lifetimes
+  // (first write .. last read, in kernel order) do not overlap.
+  std::vector<int> first(sched.buffers.size(), -1), last(sched.buffers.size(), -1);
+  for (int k = 0; k < static_cast<int>(sched.kernels.size()); ++k)
+    for (int b : sched.kernels[k].buffers) {
+      if (first[b] < 0) first[b] = k;
+      last[b] = k;
+    }
+  std::vector<int> slot_free_after;  // per arena slot: the last kernel that uses it
+  for (int b = 0; b < static_cast<int>(sched.buffers.size()); ++b) {
+    ScheduleBuffer& sb = sched.buffers[b];
+    if (sb.kind != ScheduleBuffer::Kind::intermediate) continue;
+    const int64_t bytes = sb.count * sb.dtype.itemsize();
+    int slot = -1;
+    for (int s = 0; s < static_cast<int>(slot_free_after.size()); ++s)
+      if (sched.arena_slot_bytes[s] == bytes && slot_free_after[s] < first[b]) {
+        slot = s;
+        break;
+      }
+    if (slot < 0) {
+      slot = static_cast<int>(slot_free_after.size());
+      slot_free_after.push_back(-1);
+      sched.arena_slot_bytes.push_back(bytes);
+    }
+    slot_free_after[slot] = last[b];
+    sb.index = slot;
+  }
+  return sched;
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,95 @@
+// tensor: ranges and identity matrices built on tensor::iota (0, 1, ..., n-1): arange, linspace
+// and eye. No data is uploaded; each is a small elementwise kernel over an iota.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vkgrad/tensor.hpp>
+
+#include "tensor/tensor_impl.hpp"
+
+namespace vkgrad {
+namespace {
+
+// 0, 1, ..., n-1 as a 1-D tensor of `dtype`; an empty range is an empty (0,) tensor.
+Tensor counting(int64_t n, DType dtype, const std::string& device) {
+  const std::string dev = tensor::resolve_device(device);
+  if (n == 0) return Tensor::zeros({0}, dtype, dev);
+  const DType index = n - 1 > std::numeric_limits<int32_t>::max() ? dtypes::int64 : dtypes::int32;
+  return tensor::iota(n, index, dev).cast(dtype);
+}
+
+void check_float_or_int(DType dtype, const char* op) {
+  if (dtype.is_bool() || dtype.is_void() || dtype == dtypes::index)
+    throw DTypeError(std::string(op) + ": dtype " + dtype.name() + " is not a number type");
+}
+
+}  // namespace
+
+Tensor Tensor::arange(int64_t stop, std::optional<DType> dtype, const std::string& device) {
+  return arange(int64_t{0}, stop, int64_t{1}, dtype, device);
+}
+
+Tensor Tensor::arange(int start, int stop, int step, std::optional<DType> dtype,
+                      const std::string& device) {
+  return arange(int64_t{start}, int64_t{stop}, int64_t{step}, dtype, device);
+}
+
+// start + i*step for i < ceil((stop - start) / step), computed in the result dtype.
+Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, std::optional<DType> dtype,
+                      const std::string& device) {
+  if (step == 0) throw ShapeError("arange: step must be nonzero");
+  const DType dt = dtype.value_or(dtypes::int32);
+  check_float_or_int(dt, "arange");
+  // Counted in uint64: stop - start overflows int64 for ranges spanning most of it.
+  int64_t n = 0;
+  if ((step > 0 && stop > start) || (step < 0 && stop < start)) {
+    const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                   : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+    const uint64_t s = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+    n = static_cast<int64_t>(span / s + (span % s != 0 ? 1 : 0));
+  }
+  return counting(n, dt, device) * step + start;
+}
+
+// NumPy's arange: n = ceil((stop - start) / step) elements, start + i*step, computed in the
+// result dtype (float32 by default) and not accumulated, so errors don't grow along the range.
+Tensor Tensor::arange(double start, double stop, double step, std::optional<DType> dtype,
+                      const std::string& device) {
+  if (step == 0.0) throw ShapeError("arange: step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    throw ShapeError("arange: start, stop and step must be finite");
+  const DType dt = dtype.value_or(dtypes::float32);
+  check_float_or_int(dt, "arange");
+  const double count = std::ceil((stop - start) / step);
+  if (count > 9.0e15) throw ShapeError("arange: too many elements");
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  const DType math = dt.is_float() ? dt : dtypes::float32;
+  return (counting(n, math, device) * step + start).cast(dt);
+}
+
+// PyTorch's symmetric form: the first half counts up from start, the second half down from
+// stop, so both ends are exact. Computed in float32 (float64 when asked for).
+Tensor Tensor::linspace(double start, double stop, int64_t steps, std::optional<DType> dtype,
+                        const std::string& device) {
+  if (steps < 0) throw ShapeError("linspace: steps must be >= 0, got " + std::to_string(steps));
+  const DType dt = dtype.value_or(dtypes::float32);
+  check_float_or_int(dt, "linspace");
+  const DType math = dt == dtypes::float64 ? dt : dtypes::float32;
+  if (steps <= 1) return full({steps}, start, math, device).cast(dt);
+  const double step = (stop - start) / static_cast<double>(steps - 1);
+  const Tensor i = counting(steps, math, device);
+  const Tensor up = i * step + start;
+  const Tensor down = (static_cast<double>(steps - 1) - i) * -step + stop;
+  return (i < static_cast<double>(steps / 2)).where(up, down).cast(dt);
+}
+
+Tensor Tensor::eye(int64_t n, std::optional<DType> dtype, const std::string& device) {
+  if (n < 0) throw ShapeError("eye: n must be >= 0, got " + std::to_string(n));
+  const DType dt = dtype.value_or(dtypes::float32);
+  if (n == 0) return zeros({0, 0}, dt, device);
+  const Tensor i = counting(n, dtypes::int32, device);
+  return (i.reshape({n, 1}) == i.reshape({1, n})).cast(dt);
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,717 @@
+// tensor: the core of Tensor — creation from host data and constants, inspection, realize and
+// copies out, casts, broadcasting and promotion, the elementwise and reduction primitives, and
+// the movement ops (zero-copy views). Composite operations live in ops_*.cpp beside this file.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+
+#include "engine/realize.hpp"
+#include "ir/scalar.hpp"
+#include "tensor/tensor_impl.hpp"
+
+namespace vkgrad {
+
+// ---- helpers ------------------------------------------------------------------------------------
+namespace tensor {
+
+Tensor make(UOp uop, Shape shape, DType dtype, std::string device, bool weak) {
+  auto impl = std::make_shared<Tensor::Impl>();
+  impl->uop = std::move(uop);
+  impl->shape = std::move(shape);
+  impl->dtype = dtype;
+  impl->device = std::move(device);
+  impl->weak = weak;
+  return Tensor(std::move(impl));
+}
+
+const UOp& uop(const Tensor& t) { return t.impl()->uop; }
+
+std::string resolve_device(const std::string& device) { return engine::canonical_device(device); }
+
+std::string shape_str(const Shape& s) {
+  if (s.size() == 1) return fmt::format("({},)", s[0]);
+  return fmt::format("({})", fmt::join(s, ", "));
+}
+
+int normalize_axis(int axis, int ndim, const char* op) {
+  const int n = std::max(ndim, 1);  // a 0-d tensor accepts axis 0 and -1 (as PyTorch)
+  if (axis < -n || axis >= n)
+    throw ShapeError(fmt::format("{}: axis {} is out of range for a tensor of {} dimensions", op,
+                                 axis, ndim));
+  return axis < 0 ? axis + n : axis;
+}
+
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
+  std::vector<int> out;
+  for (int a : axes) {
+    const int n = normalize_axis(a, ndim, op);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw ShapeError(fmt::format("{}: axis {} appears twice in ({})", op, a, fmt::join(axes, ", ")));
+    out.push_back(n);
+  }
+  return out;
+}
+
+Tensor constant(ConstValue v, DType dtype, const Shape& shape, const std::string& device) {
+  UOp c = UOp::const_(dtype, v);
+  Tensor t = make(c, {}, dtype, device);
+  if (shape.empty()) return t;
+  return t.reshape(Shape(shape.size(), 1)).expand(shape);
+}
+
+Tensor iota(int64_t n, DType dtype, const std::string& device) {
+  if (!dtype.is_int()) throw DTypeError("iota: needs an integer dtype, got " + dtype.name());
+  return make(lazy::iota(n, dtype), {n}, dtype, resolve_device(device));
+}
+
+Tensor alu(Ops op, std::span<const Tensor> srcs, DType out) {
+  std::vector<UOp> src;
+  for (const Tensor& s : srcs) src.push_back(uop(s));
+  const Tensor& a = srcs[0];
+  bool weak = true;
+  for (const Tensor& s : srcs) weak = weak && s.is_weak();
+  return make(UOp::make(op, out, std::move(src)), a.shape(), out, a.device(), weak);
+}
+Tensor alu(Ops op, const Tensor& a, DType out) { return alu(op, std::span<const Tensor>(&a, 1), out); }
+Tensor alu(Ops op, const Tensor& a, const Tensor& b, DType out) {
+  const Tensor s[] = {a, b};
+  return alu(op, s, out);
+}
+
+Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char* name) {
+  (void)name;
+  if (axes.empty()) return x;
+  Shape out = x.shape();
+  std::vector<int64_t> ax;
+  for (int a : axes) {
+    out[a] = 1;
+    ax.push_back(a);
+  }
+  std::sort(ax.begin(), ax.end());
+  return make(lazy::reduce(uop(x), op, ax), std::move(out), x.dtype(), x.device());
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(fmt::format("{}: shapes {} and {} do not broadcast (dimension {}: {} vs {})",
+                                   op, shape_str(a), shape_str(b), i, da, db));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op) {
+  if (t.shape() == shape) return t;
+  if (t.shape().size() > shape.size())
+    throw ShapeError(fmt::format("{}: cannot broadcast {} to {}", op, shape_str(t.shape()),
+                                 shape_str(shape)));
+  Shape padded(shape.size() - t.shape().size(), 1);
+  padded.insert(padded.end(), t.shape().begin(), t.shape().end());
+  return t.reshape(padded).expand(shape);
+}
+
+DType promote(const Tensor& a, const Tensor& b) {
+  auto adopt = [](DType weak, DType strong) {
+    if (weak.is_float() && !strong.is_float()) return dtypes::default_float;
+    if (weak.is_int() && strong.is_bool()) return dtypes::default_int;
+    return strong;
+  };
+  if (a.is_weak() && !b.is_weak()) return adopt(a.dtype(), b.dtype());
+  if (b.is_weak() && !a.is_weak()) return adopt(b.dtype(), a.dtype());
+  return dtypes::least_upper_dtype(a.dtype(), b.dtype());
+}
+
+namespace {
+// The device two operands share; a weak scalar goes where the other operand is.
+std::string common_device(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.device() == b.device()) return a.device();
+  if (a.is_weak()) return b.device();
+  if (b.is_weak()) return a.device();
+  throw DeviceError(fmt::format("{}: operands are on different devices ({} and {})", op,
+                                a.device(), b.device()));
+}
+
+Tensor on_device(const Tensor& t, const std::string& device) {
+  if (t.device() == device) return t;
+  auto impl = std::make_shared<Tensor::Impl>(*t.impl());
+  impl->device = device;
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> binary_operands(const Tensor& a, const Tensor& b, const char* op) {
+  const DType dt = promote(a, b);
+  const Shape shape = broadcast_shape(a.shape(), b.shape(), op);
+  const std::string dev = common_device(a, b, op);
+  Tensor x = broadcast_to(on_device(a.cast(dt), dev), shape, op);
+  Tensor y = broadcast_to(on_device(b.cast(dt), dev), shape, op);
+  // Keep weakness only when both sides are literals.
+  if (!(a.is_weak() && b.is_weak())) {
+    if (x.is_weak()) x.impl()->weak = false;
+    if (y.is_weak()) y.impl()->weak = false;
+  }
+  return {x, y};
+}
+
+std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, const char* op) {
+  std::vector<int> out;
+  if (axes.empty()) {
+    out.resize(t.ndim());
+    std::iota(out.begin(), out.end(), 0);
+  } else {
+    out = normalize_axes(axes, t.ndim(), op);
+    if (t.ndim() == 0) out.clear();
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Tensor squeeze_axes(const Tensor& t, const std::vector<int>& axes) {
+  if (axes.empty()) return t;
+  Shape s;
+  for (int i = 0; i < t.ndim(); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) s.push_back(t.shape()[i]);
+  return t.reshape(s);
+}
+
+}  // namespace tensor
+
+using tensor::make;
+using tensor::shape_str;
+
+// ---- creation -----------------------------------------------------------------------------------
+namespace {
+Tensor weak_scalar(ConstValue v, DType dt) {
+  return make(UOp::const_(dt, v), {}, dt, engine::canonical_device(""), true);
+}
+
+DType value_dtype(std::optional<DType> dtype, DType natural) { return dtype ? *dtype : natural; }
+}  // namespace
+
+Tensor::Tensor(double v) : Tensor(weak_scalar(v, dtypes::default_float)) {}
+Tensor::Tensor(int v) : Tensor(weak_scalar(int64_t{v}, dtypes::default_int)) {}
+Tensor::Tensor(int64_t v) : Tensor(weak_scalar(v, dtypes::default_int)) {}
+Tensor Tensor::bool_scalar(bool v) { return weak_scalar(v, dtypes::bool_); }
+
+const std::shared_ptr<Tensor::Impl>& Tensor::impl() const {
+  if (!impl_) throw Error("Tensor: use of an empty (default-constructed) tensor");
+  return impl_;
+}
+
+Tensor Tensor::scalar(double v, std::optional<DType> dtype, const std::string& device) {
+  return full({}, v, dtype, device);
+}
+
+Tensor Tensor::from_host(const void* data, size_t count, DType host_dtype, bool raw16, Shape shape,
+                         std::optional<DType> dtype, const std::string& device) {
+  const DType dt = dtype ? *dtype : host_dtype;
+  const bool ok = dt == host_dtype || (raw16 && (dt == dtypes::float16 || dt == dtypes::bfloat16));
+  if (!ok)
+    throw DTypeError(fmt::format("from_vector: host data of {} cannot fill a tensor of {}",
+                                 host_dtype.name(), dt.name()));
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("from_vector: negative dimension in shape " + shape_str(shape));
+  const int64_t n = lazy::prod(shape);
+  if (static_cast<int64_t>(count) != n)
+    throw ShapeError(fmt::format("from_vector: {} values do not fill shape {} ({} elements)", count,
+                                 shape_str(shape), n));
+  return from_bytes(data, count * dt.itemsize(), std::move(shape), dt, device);
+}
+
+Tensor Tensor::from_bytes(const void* data, size_t nbytes, Shape shape, DType dtype,
+                          const std::string& device) {
+  const std::string dev = engine::canonical_device(device);
+  const int64_t n = lazy::prod(shape);
+  if (static_cast<int64_t>(nbytes) != n * dtype.itemsize())
+    throw ShapeError(fmt::format("from_bytes: {} bytes do not fill shape {} of {}", nbytes,
+                                 shape_str(shape), dtype.name()));
+  UOp buf = engine::upload(data, nbytes, dtype, n, dev);
+  UOp view = shape == Shape{n} ? buf : lazy::reshape(buf, shape);
+  return make(std::move(view), std::move(shape), dtype, dev);
+}
+
+Tensor Tensor::empty(Shape shape, std::optional<DType> dtype, const std::string& device) {
+  const DType dt = value_dtype(dtype, dtypes::default_float);
+  const std::string dev = engine::canonical_device(device);
+  const int64_t n = lazy::prod(shape);
+  UOp buf = engine::allocate(dt, n, dev);
+  UOp view = shape == Shape{n} ? buf : lazy::reshape(buf, shape);
+  return make(std::move(view), std::move(shape), dt, dev);
+}
+
+Tensor Tensor::zeros(Shape shape, std::optional<DType> dtype, const std::string& device) {
+  return full(std::move(shape), 0.0, dtype ? dtype : dtypes::default_float, device);
+}
+Tensor Tensor::ones(Shape shape, std::optional<DType> dtype, const std::string& device) {
+  return full(std::move(shape), 1.0, dtype ? dtype : dtypes::default_float, device);
+}
+
+namespace {
+Tensor full_value(const Shape& shape, ConstValue v, DType dt, const std::string& device) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("full: negative dimension in shape " + shape_str(shape));
+  return tensor::constant(v, dt, shape, engine::canonical_device(device));
+}
+}  // namespace
+
+Tensor Tensor::full(Shape shape, double value, std::optional<DType> dtype,
+                    const std::string& device) {
+  return full_value(shape, value, value_dtype(dtype, dtypes::default_float), device);
+}
+Tensor Tensor::full(Shape shape, int value, std::optional<DType> dtype, const std::string& device) {
+  return full_value(shape, int64_t{value}, value_dtype(dtype, dtypes::default_int), device);
+}
+Tensor Tensor::full(Shape shape, int64_t value, std::optional<DType> dtype,
+                    const std::string& device) {
+  return full_value(shape, value, value_dtype(dtype, dtypes::default_int), device);
+}
+Tensor Tensor::full(Shape shape, bool value, std::optional<DType> dtype, const std::string& device) {
+  return full_value(shape, value, value_dtype(dtype, dtypes::bool_), device);
+}
+Tensor Tensor::zeros_like() const { return full(shape(), 0.0, dtype(), device()); }
+Tensor Tensor::ones_like() const { return full(shape(), 1.0, dtype(), device()); }
+Tensor Tensor::full_like(double value) const { return full(shape(), value, dtype(), device()); }
+
+// ---- inspection -----------------------------------------------------------------------------------
+const Shape& Tensor::shape() const { return impl()->shape; }
+int64_t Tensor::shape(int dim) const {
+  return shape()[tensor::normalize_axis(dim, ndim(), "shape")];
+}
+int Tensor::ndim() const { return static_cast<int>(shape().size()); }
+int64_t Tensor::numel() const { return lazy::prod(shape()); }
+DType Tensor::dtype() const { return impl()->dtype; }
+const std::string& Tensor::device() const { return impl()->device; }
+bool Tensor::is_weak() const { return impl()->weak; }
+
+const Tensor& Tensor::realize() const {
+  Impl& im = *impl();
+  if (engine::as_buffer(im.uop)) return *this;
+  std::vector<UOp> roots{im.uop};
+  std::vector<std::string> devs{im.device};
+  im.uop = engine::realize(roots, devs)[0];
+  return *this;
+}
+Tensor& Tensor::realize() {
+  std::as_const(*this).realize();
+  return *this;
+}
+
+std::vector<KernelInfo> Tensor::schedule() const {
+  if (engine::as_buffer(impl()->uop)) return {};
+  std::vector<UOp> roots{impl()->uop};
+  std::vector<std::string> devs{device()};
+  return engine::schedule_info(roots, devs);
+}
+
+void Tensor::copy_out(void* dst, size_t count, DType host_dtype, bool raw16, const char* what) const {
+  const DType dt = dtype();
+  const bool ok = dt == host_dtype || (raw16 && (dt == dtypes::float16 || dt == dtypes::bfloat16));
+  if (!ok)
+    throw DTypeError(fmt::format("{}: tensor of {} {} cannot be read as {}", what, shape_str(shape()),
+                                 dt.name(), raw16 ? "uint16 bits" : host_dtype.name()));
+  if (static_cast<int64_t>(count) != numel())
+    throw ShapeError(fmt::format("{}: {} elements requested from a tensor of shape {}", what, count,
+                                 shape_str(shape())));
+  if (count == 0) return;
+  realize();
+  engine::download(engine::as_buffer(impl()->uop), dst, count * dt.itemsize());
+}
+
+std::vector<uint8_t> Tensor::to_bytes() const {
+  std::vector<uint8_t> out(static_cast<size_t>(numel() * dtype().itemsize()));
+  if (out.empty()) return out;
+  realize();
+  engine::download(engine::as_buffer(impl()->uop), out.data(), out.size());
+  return out;
+}
+
+Tensor Tensor::to(const std::string& device_name) const {
+  const std::string dev = engine::canonical_device(device_name);
+  if (dev == device()) return *this;
+  // Across devices: through host memory (a device-to-device path comes with the second backend).
+  std::vector<uint8_t> bytes = contiguous().to_bytes();
+  return from_bytes(bytes.data(), bytes.size(), shape(), dtype(), dev);
+}
+
+Tensor Tensor::cast(DType dt) const {
+  if (dt == dtype()) return *this;
+  if (dt.is_ptr() || dt.count() != 1 || dt.is_void() || dt == dtypes::index)
+    throw DTypeError("cast: cannot cast to " + dt.name());
+  Tensor out = tensor::alu(Ops::CAST, *this, dt);
+  out.impl()->weak = false;
+  return out;
+}
+
+Tensor Tensor::bitcast(DType dt) const {
+  if (dt.itemsize() != dtype().itemsize() || dt.is_ptr() || dt.count() != 1)
+    throw DTypeError(fmt::format("bitcast: {} ({} bytes) to {} ({} bytes) needs equal sizes",
+                                 dtype().name(), dtype().itemsize(), dt.name(), dt.itemsize()));
+  if (dt == dtype()) return *this;
+  Tensor out = tensor::alu(Ops::BITCAST, *this, dt);
+  out.impl()->weak = false;
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  if (engine::as_buffer(impl()->uop)) return *this;
+  return make(lazy::contiguous(impl()->uop), shape(), dtype(), device());
+}
+Tensor Tensor::clone() const {
+  return make(lazy::contiguous(impl()->uop), shape(), dtype(), device());
+}
+Tensor Tensor::detach() const { return make(impl()->uop, shape(), dtype(), device(), is_weak()); }
+
+std::string Tensor::to_string() const {
+  std::ostringstream os;
+  os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << dtype().name()
+     << ", device=" << device() << ")";
+  if (numel() > 0 && numel() <= 256) {
+    // Values as doubles via a float64 cast of a contiguous copy.
+    std::vector<double> v = cast(dtypes::float64).to_vector<double>();
+    const Shape& s = shape();
+    std::vector<int64_t> strides(s.size(), 1);
+    for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * s[i + 1];
+    os << "\n";
+    for (size_t i = 0; i < v.size(); ++i) {
+      const int64_t at = static_cast<int64_t>(i);
+      for (size_t d = 0; d < s.size(); ++d)
+        if (at % (strides[d] * s[d]) == 0) os << "[";
+      if (dtype().is_bool()) os << (v[i] != 0 ? "true" : "false");
+      else os << fmt::format("{:g}", v[i]);
+      int closed = 0;
+      for (size_t d = 0; d < s.size(); ++d)
+        if ((at + 1) % (strides[d] * s[d]) == 0) ++closed, os << "]";
+      if (i + 1 < v.size()) os << (closed ? ",\n" : ", ");
+    }
+  }
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+// ---- elementwise --------------------------------------------------------------------------------
+namespace {
+Tensor binary(Ops op, const Tensor& a, const Tensor& b, const char* name) {
+  auto [x, y] = tensor::binary_operands(a, b, name);
+  return tensor::alu(op, x, y, x.dtype());
+}
+Tensor compare(Ops op, const Tensor& a, const Tensor& b, const char* name) {
+  auto [x, y] = tensor::binary_operands(a, b, name);
+  Tensor out = tensor::alu(op, x, y, dtypes::bool_);
+  out.impl()->weak = false;
+  return out;
+}
+void require_int_or_bool(const Tensor& a, const Tensor& b, const char* name) {
+  for (const Tensor* t : {&a, &b})
+    if (!(t->dtype().is_int() || t->dtype().is_bool()))
+      throw DTypeError(fmt::format("{}: needs integer or bool tensors, got {} {} and {} {}", name,
+                                   shape_str(a.shape()), a.dtype().name(), shape_str(b.shape()),
+                                   b.dtype().name()));
+}
+// Transcendental and float-only unary ops compute integer inputs in the default float.
+Tensor float_unary(Ops op, const Tensor& x) {
+  const Tensor f = x.dtype().is_float() ? x : x.cast(dtypes::default_float);
+  return tensor::alu(op, f, f.dtype());
+}
+}  // namespace
+
+Tensor Tensor::add(const Tensor& o) const { return binary(Ops::ADD, *this, o, "add"); }
+Tensor Tensor::sub(const Tensor& o) const { return binary(Ops::SUB, *this, o, "sub"); }
+Tensor Tensor::mul(const Tensor& o) const { return binary(Ops::MUL, *this, o, "mul"); }
+Tensor Tensor::div(const Tensor& o) const {
+  auto [x, y] = tensor::binary_operands(*this, o, "div");
+  if (!x.dtype().is_float()) {
+    x = x.cast(dtypes::default_float);
+    y = y.cast(dtypes::default_float);
+  }
+  return tensor::alu(Ops::FDIV, x, y, x.dtype());
+}
+Tensor Tensor::neg() const {
+  if (dtype().is_bool()) return logical_not();
+  return tensor::alu(Ops::NEG, *this, dtype());
+}
+Tensor Tensor::maximum(const Tensor& o) const { return binary(Ops::MAX, *this, o, "maximum"); }
+Tensor Tensor::minimum(const Tensor& o) const {
+  auto [x, y] = tensor::binary_operands(*this, o, "minimum");
+  if (x.dtype().is_float() || (x.dtype().is_int() && !x.dtype().is_unsigned() && false))
+    return tensor::alu(Ops::MAX, x.neg(), y.neg(), x.dtype()).neg();
+  // Integers and bool: exact selection (negation would overflow at the minimum value).
+  const Tensor lt = tensor::alu(Ops::CMPLT, x, y, dtypes::bool_);
+  const Tensor s[] = {lt, x, y};
+  return tensor::alu(Ops::WHERE, s, x.dtype());
+}
+Tensor Tensor::where(const Tensor& a, const Tensor& b) const { return vkgrad::where(*this, a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  auto [x, y] = tensor::binary_operands(a, b, "where");
+  const Tensor c = cond.cast(dtypes::bool_);
+  const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
+  const Tensor s[] = {tensor::broadcast_to(c, shape, "where"), tensor::broadcast_to(x, shape, "where"),
+                      tensor::broadcast_to(y, shape, "where")};
+  Tensor out = tensor::alu(Ops::WHERE, s, x.dtype());
+  out.impl()->weak = a.is_weak() && b.is_weak();
+  return out;
+}
+
+Tensor Tensor::lt(const Tensor& o) const { return compare(Ops::CMPLT, *this, o, "lt"); }
+Tensor Tensor::gt(const Tensor& o) const { return compare(Ops::CMPLT, o, *this, "gt"); }
+Tensor Tensor::le(const Tensor& o) const {
+  return compare(Ops::CMPLT, *this, o, "le").bitwise_or(compare(Ops::CMPEQ, *this, o, "le"));
+}
+Tensor Tensor::ge(const Tensor& o) const { return o.le(*this); }
+Tensor Tensor::eq(const Tensor& o) const { return compare(Ops::CMPEQ, *this, o, "eq"); }
+Tensor Tensor::ne(const Tensor& o) const { return compare(Ops::CMPNE, *this, o, "ne"); }
+Tensor Tensor::logical_not() const {
+  Tensor zero = tensor::constant(false, dtypes::bool_, shape(), device());
+  return tensor::alu(Ops::CMPEQ, cast(dtypes::bool_), zero, dtypes::bool_);
+}
+
+Tensor Tensor::bitwise_and(const Tensor& o) const {
+  require_int_or_bool(*this, o, "bitwise_and");
+  return binary(Ops::AND, *this, o, "bitwise_and");
+}
+Tensor Tensor::bitwise_or(const Tensor& o) const {
+  require_int_or_bool(*this, o, "bitwise_or");
+  return binary(Ops::OR, *this, o, "bitwise_or");
+}
+Tensor Tensor::bitwise_xor(const Tensor& o) const {
+  require_int_or_bool(*this, o, "bitwise_xor");
+  return binary(Ops::XOR, *this, o, "bitwise_xor");
+}
+Tensor Tensor::bitwise_not() const {
+  require_int_or_bool(*this, *this, "bitwise_not");
+  if (dtype().is_bool()) return logical_not();
+  return tensor::alu(Ops::XOR, *this, tensor::constant(int64_t{-1}, dtype(), shape(), device()),
+                     dtype());
+}
+Tensor Tensor::lshift(const Tensor& o) const {
+  if (!dtype().is_int() || !(o.dtype().is_int() || o.is_weak()))
+    throw DTypeError(fmt::format("lshift: needs integer tensors, got {} {} and {} {}",
+                                 shape_str(shape()), dtype().name(), shape_str(o.shape()),
+                                 o.dtype().name()));
+  const Tensor y = tensor::broadcast_to(o.cast(dtype()), shape(), "lshift");
+  return tensor::alu(Ops::SHL, *this, y, dtype());
+}
+Tensor Tensor::rshift(const Tensor& o) const {
+  if (!dtype().is_int() || !(o.dtype().is_int() || o.is_weak()))
+    throw DTypeError(fmt::format("rshift: needs integer tensors, got {} {} and {} {}",
+                                 shape_str(shape()), dtype().name(), shape_str(o.shape()),
+                                 o.dtype().name()));
+  const Tensor y = tensor::broadcast_to(o.cast(dtype()), shape(), "rshift");
+  return tensor::alu(Ops::SHR, *this, y, dtype());
+}
+
+Tensor Tensor::exp2() const { return float_unary(Ops::EXP2, *this); }
+Tensor Tensor::log2() const { return float_unary(Ops::LOG2, *this); }
+Tensor Tensor::sin() const { return float_unary(Ops::SIN, *this); }
+Tensor Tensor::sqrt() const { return float_unary(Ops::SQRT, *this); }
+Tensor Tensor::reciprocal() const { return float_unary(Ops::RECIPROCAL, *this); }
+Tensor Tensor::trunc() const {
+  if (!dtype().is_float()) return *this;
+  return tensor::alu(Ops::TRUNC, *this, dtype());
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
+Tensor operator<<(const Tensor& a, const Tensor& b) { return a.lshift(b); }
+Tensor operator>>(const Tensor& a, const Tensor& b) { return a.rshift(b); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a = a + b; }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a = a - b; }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a = a * b; }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a = a / b; }
+
+// ---- reductions: sum, max, prod -----------------------------------------------------------------
+namespace {
+DType sum_dtype(DType dt) {
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+    case ScalarType::int8:
+    case ScalarType::int16: return dtypes::int32;
+    case ScalarType::uint8:
+    case ScalarType::uint16: return dtypes::uint32;
+    default: return dt;
+  }
+}
+// Accumulate half floats in float32, then round once.
+DType acc_dtype(DType dt) {
+  return dt == dtypes::float16 || dt == dtypes::bfloat16 ? dtypes::float32 : dt;
+}
+
+Tensor reduce_op(const Tensor& x, Ops op, DType out, const std::vector<int>& axes_in, bool keepdim,
+                 const char* name) {
+  const std::vector<int> axes = tensor::reduce_axes(x, axes_in, name);
+  const DType acc = acc_dtype(out);
+  Tensor r = tensor::reduce(x.cast(acc), op, axes, name).cast(out);
+  return keepdim ? r : tensor::squeeze_axes(r, axes);
+}
+}  // namespace
+
+Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
+  return reduce_op(*this, Ops::ADD, sum_dtype(dtype()), axes, keepdim, "sum");
+}
+Tensor Tensor::sum(int axis, bool keepdim) const { return sum(std::vector<int>{axis}, keepdim); }
+Tensor Tensor::sum() const { return sum(std::vector<int>{}, false); }
+Tensor Tensor::max(const std::vector<int>& axes, bool keepdim) const {
+  return reduce_op(*this, Ops::MAX, dtype(), axes, keepdim, "max");
+}
+Tensor Tensor::max(int axis, bool keepdim) const { return max(std::vector<int>{axis}, keepdim); }
+Tensor Tensor::max() const { return max(std::vector<int>{}, false); }
+Tensor Tensor::prod(const std::vector<int>& axes, bool keepdim) const {
+  return reduce_op(*this, Ops::MUL, dtype(), axes, keepdim, "prod");
+}
+Tensor Tensor::prod(int axis, bool keepdim) const { return prod(std::vector<int>{axis}, keepdim); }
+Tensor Tensor::prod() const { return prod(std::vector<int>{}, false); }
+
+// ---- movement -----------------------------------------------------------------------------------
+Tensor Tensor::reshape(Shape new_shape) const {
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < new_shape.size(); ++i) {
+    if (new_shape[i] == -1) {
+      if (infer >= 0)
+        throw ShapeError(fmt::format("reshape: more than one -1 in {} (from {})",
+                                     shape_str(new_shape), shape_str(shape())));
+      infer = static_cast<int>(i);
+    } else if (new_shape[i] < 0) {
+      throw ShapeError(fmt::format("reshape: negative dimension in {}", shape_str(new_shape)));
+    } else {
+      known *= new_shape[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel() % known != 0)
+      throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) to {}",
+                                   shape_str(shape()), numel(), shape_str(new_shape)));
+    new_shape[infer] = numel() / known;
+    known *= new_shape[infer];
+  }
+  if (known != numel())
+    throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) to {} ({} elements)",
+                                 shape_str(shape()), numel(), shape_str(new_shape), known));
+  if (new_shape == shape()) return *this;
+  UOp u = impl()->uop;
+  // Reshaping a reshape composes into one view; a scalar constant needs no view at all.
+  if (u.op() == Ops::RESHAPE) u = u.src(0);
+  UOp node = lazy::shape_of(u) == new_shape ? u : lazy::reshape(u, new_shape);
+  return make(std::move(node), std::move(new_shape), dtype(), device(), is_weak());
+}
+
+Tensor Tensor::permute(std::vector<int> order) const {
+  if (static_cast<int>(order.size()) != ndim())
+    throw ShapeError(fmt::format("permute: order ({}) has {} axes, the tensor {} has {}",
+                                 fmt::join(order, ", "), order.size(), shape_str(shape()), ndim()));
+  std::vector<int> norm;
+  try {
+    norm = tensor::normalize_axes(order, ndim(), "permute");
+  } catch (const ShapeError&) {
+    throw ShapeError(fmt::format("permute: ({}) is not a permutation of the axes of {}",
+                                 fmt::join(order, ", "), shape_str(shape())));
+  }
+  bool identity = true;
+  Shape s(ndim());
+  std::vector<int64_t> ord(ndim());
+  for (int i = 0; i < ndim(); ++i) {
+    s[i] = shape()[norm[i]];
+    ord[i] = norm[i];
+    identity = identity && norm[i] == i;
+  }
+  if (identity) return *this;
+  return make(lazy::permute(impl()->uop, ord), std::move(s), dtype(), device(), is_weak());
+}
+
+Tensor Tensor::expand(Shape new_shape) const {
+  if (new_shape.size() < shape().size())
+    throw ShapeError(fmt::format("expand: cannot expand {} to fewer dimensions {}",
+                                 shape_str(shape()), shape_str(new_shape)));
+  const size_t lead = new_shape.size() - shape().size();
+  Shape src(lead, 1);
+  src.insert(src.end(), shape().begin(), shape().end());
+  for (size_t i = 0; i < new_shape.size(); ++i) {
+    if (new_shape[i] == -1) new_shape[i] = src[i];
+    if (new_shape[i] != src[i] && src[i] != 1)
+      throw ShapeError(fmt::format("expand: cannot expand {} to {} (dimension {} is {}, not 1)",
+                                   shape_str(shape()), shape_str(new_shape), i, src[i]));
+    if (new_shape[i] < 0)
+      throw ShapeError(fmt::format("expand: negative dimension in {}", shape_str(new_shape)));
+  }
+  const Tensor base = lead ? reshape(src) : *this;
+  if (new_shape == src) return base;
+  UOp node = lazy::expand(base.impl()->uop, new_shape);
+  return make(std::move(node), std::move(new_shape), dtype(), device(), is_weak());
+}
+
+Tensor Tensor::pad(const PadList& padding, double value) const {
+  if (static_cast<int>(padding.size()) != ndim())
+    throw ShapeError(fmt::format("pad: {} (before, after) pairs for a tensor of shape {}",
+                                 padding.size(), shape_str(shape())));
+  Shape s = shape();
+  bool any = false;
+  for (size_t i = 0; i < padding.size(); ++i) {
+    if (padding[i].first < 0 || padding[i].second < 0)
+      throw ShapeError(fmt::format("pad: negative padding ({}, {}) on dimension {} of {}",
+                                   padding[i].first, padding[i].second, i, shape_str(shape())));
+    s[i] += padding[i].first + padding[i].second;
+    any = any || padding[i].first || padding[i].second;
+  }
+  if (!any) return *this;
+  Tensor zero_padded = make(lazy::pad(impl()->uop, padding), s, dtype(), device());
+  if (value == 0.0) return zero_padded;
+  // Another value: select it where a padded mask of ones is false.
+  Tensor mask = make(lazy::pad(tensor::constant(true, dtypes::bool_, shape(), device()).impl()->uop,
+                               padding),
+                     s, dtypes::bool_, device());
+  return vkgrad::where(mask, zero_padded, Tensor::full(s, value, dtype(), device()));
+}
+
+Tensor Tensor::shrink(const PadList& bounds) const {
+  if (static_cast<int>(bounds.size()) != ndim())
+    throw ShapeError(fmt::format("shrink: {} (start, end) pairs for a tensor of shape {}",
+                                 bounds.size(), shape_str(shape())));
+  Shape s(ndim());
+  bool identity = true;
+  for (int i = 0; i < ndim(); ++i) {
+    const auto [b, e] = bounds[i];
+    if (b < 0 || e < b || e > shape()[i])
+      throw ShapeError(fmt::format("shrink: ({}, {}) is out of range for dimension {} of {}", b, e,
+                                   i, shape_str(shape())));
+    s[i] = e - b;
+    identity = identity && b == 0 && e == shape()[i];
+  }
+  if (identity) return *this;
+  return make(lazy::shrink(impl()->uop, bounds), std::move(s), dtype(), device(), is_weak());
+}
+
+Tensor Tensor::flip(std::vector<int> axes) const {
+  const std::vector<int> norm = tensor::normalize_axes(axes, ndim(), "flip");
+  std::vector<int64_t> flags(ndim(), 0);
+  bool any = false;
+  for (int a : norm)
+    if (shape()[a] > 1) flags[a] = 1, any = true;
+  if (!any) return *this;
+  return make(lazy::flip(impl()->uop, flags), shape(), dtype(), device(), is_weak());
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,65 @@
+// tensor: the library's side of a Tensor (its lazy node, shape, dtype, device) and the primitive
+// operations every other Tensor method is composed of. Only src/tensor includes this.
+// Depends on sched (lazy graph builders) and engine (realize).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+#include <vkgrad/tensor.hpp>
+
+#include "ir/uop.hpp"
+#include "sched/lazy.hpp"
+
+namespace vkgrad {
+
+struct Tensor::Impl {
+  UOp uop;  // tensor-level node (sched/lazy.hpp); after realize, a view of its buffer
+  Shape shape;
+  DType dtype;
+  std::string device;
+  bool weak = false;  // a literal scalar: adopts the other operand's dtype (see tensor.hpp)
+};
+
+namespace tensor {
+
+// A new tensor from a node the caller built (shape/dtype/device must describe it).
+Tensor make(UOp uop, Shape shape, DType dtype, std::string device, bool weak = false);
+const UOp& uop(const Tensor& t);
+std::string resolve_device(const std::string& device);  // "" -> default device; validates
+
+// Formatting for error messages: "(2, 3)", "float32".
+std::string shape_str(const Shape& s);
+// Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
+int normalize_axis(int axis, int ndim, const char* op);
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op);
+
+// ---- primitives -------------------------------------------------------------------------------
+// A tensor of `shape` filled with v (a broadcast constant: no memory).
+Tensor constant(ConstValue v, DType dtype, const Shape& shape, const std::string& device);
+// 0, 1, ..., n-1 as a 1-D tensor of an integer dtype (int32 unless n needs int64).
+Tensor iota(int64_t n, DType dtype, const std::string& device);
+// Elementwise op over sources of one shape and device (callers broadcast and cast first).
+// `out` is the result dtype (bool for comparisons).
+Tensor alu(Ops op, std::span<const Tensor> srcs, DType out);
+Tensor alu(Ops op, const Tensor& a, DType out);
+Tensor alu(Ops op, const Tensor& a, const Tensor& b, DType out);
+// Reduce over `axes` (normalized) with ADD, MUL or MAX, keeping the reduced axes as size 1;
+// the dtype is the input's (callers cast first).
+Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char* name);
+
+// ---- broadcasting and promotion (NumPy / tinygrad rules) --------------------------------------
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
+Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op);
+// The dtype of a binary op's operands after promotion (weak scalars adopt the other side).
+DType promote(const Tensor& a, const Tensor& b);
+// Both operands broadcast to one shape and cast to one dtype (promote, or `dtype` if given).
+std::pair<Tensor, Tensor> binary_operands(const Tensor& a, const Tensor& b, const char* op);
+
+// Reduction helper for the public overloads: axes as given ({} = all), normalized, sorted.
+std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, const char* op);
+// Drop the reduced axes (for keepdim=false).
+Tensor squeeze_axes(const Tensor& t, const std::vector<int>& axes);
+
+}  // namespace tensor
+}  // namespace vkgrad

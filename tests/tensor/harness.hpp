@@ -1,0 +1,62 @@
+// tests/tensor: the device-parameterized harness. Every tensor test is a TEST_P over the devices
+// that open here (vkgrad::devices(), or VKGRAD_TEST_DEVICES="CPU,VULKAN"), and compares results
+// with values computed in double precision in the test itself.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <vkgrad/vkgrad.hpp>
+
+namespace vkgrad::testing {
+
+std::vector<std::string> test_devices();
+
+// Base fixture: GetParam() is the device name. dev() for creation calls.
+class DeviceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  const std::string& dev() const { return GetParam(); }
+};
+
+// Instantiate a DeviceTest-derived suite on every device.
+#define VKGRAD_ALL_DEVICES(Suite)                                                     \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::vkgrad::testing::test_devices()), \
+                           [](const ::testing::TestParamInfo<std::string>& i) {      \
+                             std::string s = i.param;                                \
+                             for (char& c : s)                                       \
+                               if (!isalnum(static_cast<unsigned char>(c))) c = '_'; \
+                             return s;                                               \
+                           })
+
+// Deterministic pseudo-random doubles in [lo, hi) (splitmix64), the same on every run.
+std::vector<double> random_values(int64_t n, double lo, double hi, uint64_t seed);
+// Deterministic pseudo-random integers in [lo, hi].
+std::vector<double> random_ints(int64_t n, int64_t lo, int64_t hi, uint64_t seed);
+
+// A tensor of `dtype` holding `values` (converted exactly as a C cast would; float16/bfloat16
+// rounded to nearest even).
+Tensor make_tensor(const std::vector<double>& values, const Shape& shape, DType dtype,
+                   const std::string& device);
+// The tensor's values (realized) converted to double, whatever its dtype.
+std::vector<double> values_of(const Tensor& t);
+// The value a double takes when stored in `dtype` and read back (wrapping for ints, rounding
+// for floats, != 0 for bool).
+double round_to(double v, DType dtype);
+
+// Expect the tensor's shape, dtype, and every value within atol + rtol*|expected| (NaN must
+// match NaN, Inf must match Inf with its sign). Reports the first mismatches with indices.
+void expect_values(const Tensor& t, const Shape& shape, DType dtype,
+                   const std::vector<double>& expected, double rtol = 0.0, double atol = 0.0);
+// Default tolerances per dtype for results of float math (exact for ints and bool).
+double default_rtol(DType dtype);
+
+// Row-major strides and index helpers for writing reference loops.
+std::vector<int64_t> strides_of(const Shape& s);
+int64_t numel_of(const Shape& s);
+// The multi-index of flat position `i` in `shape`.
+std::vector<int64_t> unflatten_index(int64_t i, const Shape& shape);
+
+}  // namespace vkgrad::testing
