@@ -215,7 +215,11 @@ class Tensor {
 #define VKGRAD_REDUCTION(NAME)                                                     \
   Tensor NAME() const;                                                             \
   Tensor NAME(int axis, bool keepdim = false) const;                               \
-  Tensor NAME(const std::vector<int>& axes, bool keepdim = false) const;
+  Tensor NAME(const std::vector<int>& axes, bool keepdim = false) const;             \
+  /* {} and {0, 1} pick this (an empty list reduces every axis, never axis 0) */     \
+  Tensor NAME(std::initializer_list<int> axes, bool keepdim = false) const {         \
+    return NAME(std::vector<int>(axes), keepdim);                                    \
+  }
   VKGRAD_REDUCTION(sum)
   VKGRAD_REDUCTION(mean)
   VKGRAD_REDUCTION(max)

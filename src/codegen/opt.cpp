@@ -81,12 +81,14 @@ const PatternMatcher pm_fix_reduce({rule(UPat::op(Ops::REDUCE), fix_reduce)});
 
 UOp apply_optimizations(const UOp& ast) {
   RangeInfo info = collect(ast);
-  std::unordered_map<UOp, UOp, UOpHash> with;
+  struct Split {
+    UOp range;
+    int64_t factor;
+    AxisType inner;
+  };
+  std::vector<Split> splits;
   auto split = [&](const UOp& r, int64_t factor, AxisType inner) {
-    const auto& a = r.arg_as<AxisArg>();
-    const UOp outer = UOp::range(range_size(r) / factor, a.id, a.type);
-    const UOp in = UOp::range(factor, info.next_id++, inner);
-    with.emplace(r, outer * factor + in);
+    splits.push_back({r, factor, inner});
   };
 
   int64_t upcasted = 1;
@@ -100,7 +102,7 @@ UOp apply_optimizations(const UOp& ast) {
         upcasted *= f;
       }
       for (auto it = info.globals.rbegin() + 1; it < info.globals.rend() && upcasted > 1; ++it)
-        if (const int64_t f = pick_factor(range_size(*it), {4, 2}); f > 1 && has_reuse(info, *it)) {
+        if (const int64_t f = pick_factor(range_size(*it), {8, 4, 2}); f > 1 && has_reuse(info, *it)) {
           split(*it, f, AxisType::upcast);
           upcasted *= f;
           break;
@@ -117,7 +119,19 @@ UOp apply_optimizations(const UOp& ast) {
     if (const int64_t f = pick_factor(range_size(last), {16, 8, 4}); f > 1)
       split(last, f, AxisType::upcast);
   }
-  if (with.empty()) return ast;
+  if (splits.empty()) return ast;
+  // New axes are numbered in the order of the axes they split, so the innermost output axis's
+  // upcast is the innermost loop (the contiguous one, vectorized by the C compiler).
+  std::sort(splits.begin(), splits.end(), [](const Split& a, const Split& b) {
+    return a.range.arg_as<AxisArg>().id < b.range.arg_as<AxisArg>().id;
+  });
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  for (const Split& sp : splits) {
+    const auto& a = sp.range.arg_as<AxisArg>();
+    const UOp outer = UOp::range(range_size(sp.range) / sp.factor, a.id, a.type);
+    const UOp in = UOp::range(sp.factor, info.next_id++, sp.inner);
+    with.emplace(sp.range, outer * sp.factor + in);
+  }
   UOp out = substitute(ast, with);
   out = graph_rewrite(out, pm_fix_reduce, nullptr, {.name = "fix_reduce"});
   return simplify(out);

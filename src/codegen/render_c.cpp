@@ -66,6 +66,10 @@ static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a
 
 std::string ind(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
 
+// Upcast and unroll loops have small constant trip counts: unrolled completely, their
+// accumulators become registers and the C compiler's SLP vectorizer packs them into vectors.
+constexpr const char* kUnroll = "#pragma GCC unroll 64\n";
+
 bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 
 // The C type values of `d` are computed in (half floats compute in float).
@@ -267,6 +271,7 @@ class CRenderer {
     for (const UOp& r : ranges_of(AxisType::upcast)) ups.push_back(r);
     int d = depth;
     for (const UOp& r : ups) {
+      body += kUnroll;
       body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(d),
                           name_of(r), size_of(r));
       ++d;
@@ -388,7 +393,12 @@ class CRenderer {
         continue;
       }
       const std::string v = fmt::format("v{}", next_var_++);
-      out += fmt::format("{}{} {} = {};\n", ind(depth), ctype(u.dtype()), v, expr(u, names));
+      std::string e = expr(u, names);
+      // Half floats compute in float but round every result to their own precision.
+      if (is_half(u.dtype()) && (is_alu(u.op()) || u.op() == Ops::BITCAST) &&
+          !(u.op() == Ops::CMPLT || u.op() == Ops::CMPNE || u.op() == Ops::CMPEQ))
+        e = cast_expr(dtypes::float32, u.dtype(), e);
+      out += fmt::format("{}{} {} = {};\n", ind(depth), ctype(u.dtype()), v, e);
       names[u.get()] = v;
     }
   }
@@ -462,6 +472,7 @@ class CRenderer {
     };
     auto open = [&](const std::vector<UOp>& loops, int& dep) {
       for (const UOp& x : loops) {
+        if (x.arg_as<AxisArg>().type != AxisType::reduce) out += kUnroll;
         out += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(dep),
                            name_of(x), size_of(x));
         ++dep;

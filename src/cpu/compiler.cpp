@@ -92,7 +92,7 @@ std::string join(const std::vector<std::string>& words) {
 }
 
 struct RunResult {
-  int status = -1;  // as from waitpid
+  int status = -1;     // as from waitpid
   std::string output;  // stdout and stderr together
 };
 
@@ -174,7 +174,8 @@ std::string cache_key(const std::string& source, const CompilerInfo& ci) {
 
 void write_file(const fs::path& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(fmt::format("cpu: cannot create {}: {}", path.string(), errno_text(errno)));
+  if (fd < 0)
+    throw Error(fmt::format("cpu: cannot create {}: {}", path.string(), errno_text(errno)));
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -281,7 +282,8 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
   const fs::path dir = fs::path(cache_root_.empty() ? cache_dir() : cache_root_) / "cpu";
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("cpu: cannot create cache folder {}: {}", dir.string(), ec.message()));
+  if (ec)
+    throw Error(fmt::format("cpu: cannot create cache folder {}: {}", dir.string(), ec.message()));
   const fs::path file = dir / (key + ".so");
 
   auto open = [&](std::string* error) -> std::shared_ptr<Library> {
@@ -311,7 +313,8 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
 
     auto t0 = std::chrono::steady_clock::now();
     RunResult r = run_captured(argv);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     {
       std::lock_guard lock(mu_);
       ++stats_.compiles;
@@ -328,8 +331,8 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
                               file.string(), ec.message()));
     }
     if (!(lib = open(&error))) {
-      throw CompileError(fmt::format("cpu: dlopen {} failed: {}\n--- source ---\n{}",
-                                     file.string(), error, source));
+      throw CompileError(fmt::format("cpu: dlopen {} failed: {}\n--- source ---\n{}", file.string(),
+                                     error, source));
     }
   }
   s->lib = lib;

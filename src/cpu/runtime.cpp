@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <unordered_map>
 #include <thread>
 #include <vkgrad/error.hpp>
 
@@ -46,13 +49,48 @@ class CpuRuntime final : public Runtime {
                        ThreadPool::global().size(), ci.path.empty() ? "none found" : ci.path,
                        ci.version, Compiler::cache_dir());
   }
+  // Freed blocks are kept by size and handed out again (as tinygrad's LRU allocator does): a
+  // realize that allocates the same output sizes every step then touches no fresh pages.
   void* alloc(size_t bytes) override {
     if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t size = (bytes + 63) / 64 * 64;
+    {
+      std::lock_guard lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= size;
+        sizes_[p] = size;
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(64, size);
+    if (!p) {
+      trim(0);  // give the cache back and try once more
+      p = std::aligned_alloc(64, size);
+    }
     if (!p) throw OutOfMemory(fmt::format("CPU: cannot allocate {} bytes", bytes));
+    std::lock_guard lock(mu_);
+    sizes_[p] = size;
     return p;
   }
-  void free(void* handle) noexcept override { std::free(handle); }
+  void free(void* handle) noexcept override {
+    if (!handle) return;
+    std::lock_guard lock(mu_);
+    auto it = sizes_.find(handle);
+    const size_t size = it == sizes_.end() ? 0 : it->second;
+    if (it != sizes_.end()) sizes_.erase(it);
+    if (size == 0 || size > kMaxCachedBytes / 4) {
+      std::free(handle);
+      return;
+    }
+    free_[size].push_back(handle);
+    cached_bytes_ += size;
+    if (cached_bytes_ > kMaxCachedBytes) trim_locked(kMaxCachedBytes / 2);
+  }
+  ~CpuRuntime() override { trim(0); }
+
   void copy_in(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
   }
@@ -91,6 +129,24 @@ class CpuRuntime final : public Runtime {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
+
+ private:
+  static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+  void trim(size_t keep) {
+    std::lock_guard lock(mu_);
+    trim_locked(keep);
+  }
+  void trim_locked(size_t keep) {
+    for (auto it = free_.begin(); it != free_.end() && cached_bytes_ > keep;) {
+      for (void* p : it->second) std::free(p);
+      cached_bytes_ -= it->first * it->second.size();
+      it = free_.erase(it);
+    }
+  }
+  std::mutex mu_;
+  std::map<size_t, std::vector<void*>> free_;
+  std::unordered_map<void*, size_t> sizes_;
+  size_t cached_bytes_ = 0;
 };
 
 }  // namespace

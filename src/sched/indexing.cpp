@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
@@ -48,6 +49,17 @@ UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
     stride *= shape[i];
   }
   return flat;
+}
+
+UOp reduce_identity(Ops op, DType d) {
+  switch (op) {
+    case Ops::ADD: return UOp::const_(d, int64_t{0});
+    case Ops::MUL: return UOp::const_(d, int64_t{1});
+    default:  // MAX: the lowest value of the dtype
+      if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
+      if (d.is_bool()) return UOp::const_(d, false);
+      return UOp::const_(d, dtypes::min_int(d));
+  }
 }
 
 UOp lower_index(const Match& m) {
@@ -121,6 +133,8 @@ UOp lower_index(const Match& m) {
     }
     case Ops::REDUCE_AXIS: {
       const Shape& in = (*ctx.shapes)(n.src(0));
+      for (int64_t a : lazy::reduce_axes(n))
+        if (in[a] == 0) return reduce_identity(lazy::reduce_op(n), n.dtype());  // empty reduce
       std::vector<UOp> ranges;
       for (int64_t a : lazy::reduce_axes(n)) {
         if (in[a] == 1) {

@@ -19,6 +19,12 @@ Tensor counting(int64_t n, DType dtype, const std::string& device) {
   return tensor::iota(n, index, dev).cast(dtype);
 }
 
+// A 0-d constant of `dtype`: start and step are exact in the result dtype (int64 starts past
+// 2^31, float64 steps), whatever the default dtype of a weak literal is.
+Tensor constant_in(ConstValue v, DType dtype, const std::string& device) {
+  return tensor::constant(v, dtype, {}, tensor::resolve_device(device));
+}
+
 void check_float_or_int(DType dtype, const char* op) {
   if (dtype.is_bool() || dtype.is_void() || dtype == dtypes::index)
     throw DTypeError(std::string(op) + ": dtype " + dtype.name() + " is not a number type");
@@ -49,7 +55,7 @@ Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, std::optional<D
     const uint64_t s = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
     n = static_cast<int64_t>(span / s + (span % s != 0 ? 1 : 0));
   }
-  return counting(n, dt, device) * step + start;
+  return counting(n, dt, device) * constant_in(step, dt, device) + constant_in(start, dt, device);
 }
 
 // NumPy's arange: n = ceil((stop - start) / step) elements, start + i*step, computed in the
@@ -65,7 +71,9 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
   if (count > 9.0e15) throw ShapeError("arange: too many elements");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   const DType math = dt.is_float() ? dt : dtypes::float32;
-  return (counting(n, math, device) * step + start).cast(dt);
+  return (counting(n, math, device) * constant_in(step, math, device) +
+          constant_in(start, math, device))
+      .cast(dt);
 }
 
 // PyTorch's symmetric form: the first half counts up from start, the second half down from
@@ -79,9 +87,11 @@ Tensor Tensor::linspace(double start, double stop, int64_t steps, std::optional<
   if (steps <= 1) return full({steps}, start, math, device).cast(dt);
   const double step = (stop - start) / static_cast<double>(steps - 1);
   const Tensor i = counting(steps, math, device);
-  const Tensor up = i * step + start;
-  const Tensor down = (static_cast<double>(steps - 1) - i) * -step + stop;
-  return (i < static_cast<double>(steps / 2)).where(up, down).cast(dt);
+  const Tensor up = i * constant_in(step, math, device) + constant_in(start, math, device);
+  const Tensor down = (constant_in(static_cast<double>(steps - 1), math, device) - i) *
+                          constant_in(-step, math, device) +
+                      constant_in(stop, math, device);
+  return (i < constant_in(static_cast<double>(steps / 2), math, device)).where(up, down).cast(dt);
 }
 
 Tensor Tensor::eye(int64_t n, std::optional<DType> dtype, const std::string& device) {

@@ -84,7 +84,8 @@ std::optional<double> constant_value(const Tensor& t) {
   if (t.ndim() != 0) return std::nullopt;
   const UOp& u = tensor::uop(t);
   if (u.op() != Ops::CONST) return std::nullopt;
-  const ConstValue v = u.const_value();
+  // A literal's exact value, not its CONST in the literal's default dtype (2^40 wraps in int32).
+  const ConstValue v = t.impl()->literal.value_or(u.const_value());
   if (const auto* d = std::get_if<double>(&v)) return *d;
   if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
   return std::get<bool>(v) ? 1.0 : 0.0;
@@ -125,10 +126,11 @@ Tensor int_pow(const Tensor& b, const Tensor& e) {
   const int bits = dt.itemsize() * 8 - (dt.is_unsigned() ? 0 : 1);
   for (int i = 0; i < bits; ++i) {
     result = (ex & 1).ne(0).where(result * base, result);
-    if (i + 1 < bits) {
-      base = base * base;
-      ex = ex >> 1;
-    }
+    if (i + 1 == bits) break;
+    ex = ex >> 1;
+    // Squaring only while exponent bits remain changes nothing, and the WHERE keeps the integer
+    // simplifier from flattening x^(2^k) into a product of 2^k factors.
+    base = ex.ne(0).where(base * base, base);
   }
   if (dt.is_unsigned()) return result;
   const Tensor odd = (e & 1).ne(0);

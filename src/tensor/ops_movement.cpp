@@ -35,7 +35,7 @@ int dim_of(const Tensor& t, int dim, const char* op) {
   if (t.ndim() == 0)
     throw ShapeError(std::string(op) + ": dim " + std::to_string(dim) +
                      " out of range for a 0-d tensor");
-  return normalize_axis(dim, t.ndim(), op);
+  return normalize_axis(dim, t.shape(), op);
 }
 
 // `num_classes` bools per element of `index` laid out along a new axis at `dim` of the result:
@@ -57,8 +57,8 @@ Tensor one_hot_along(const Tensor& index, int64_t n, int dim) {
 
 Tensor Tensor::transpose(int a, int b) const {
   const int n = ndim();
-  a = normalize_axis(a, n, "transpose");
-  b = normalize_axis(b, n, "transpose");
+  a = normalize_axis(a, shape(), "transpose");
+  b = normalize_axis(b, shape(), "transpose");
   if (a == b) return *this;
   std::vector<int> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
@@ -83,8 +83,8 @@ Tensor Tensor::flatten(int start, int end) const {
                        ") out of range for a 0-d tensor");
     return reshape({1});
   }
-  const int s = normalize_axis(start, n, "flatten");
-  const int e = normalize_axis(end, n, "flatten");
+  const int s = normalize_axis(start, shape(), "flatten");
+  const int e = normalize_axis(end, shape(), "flatten");
   if (s > e)
     throw ShapeError("flatten: start dim " + std::to_string(start) + " comes after end dim " +
                      std::to_string(end) + " for shape " + shape_str(shape()));
@@ -134,7 +134,7 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int dim) const {
   if (is_scalar_dim(ndim(), dim)) return *this;
-  const int d = normalize_axis(dim, ndim(), "squeeze");
+  const int d = normalize_axis(dim, shape(), "squeeze");
   if (shape()[static_cast<size_t>(d)] != 1) return *this;  // PyTorch: a no-op, not an error
   Shape out = shape();
   out.erase(out.begin() + d);
@@ -158,8 +158,8 @@ Tensor Tensor::unsqueeze(int dim) const {
 // split the axis into (n, s), keep column 0 — views only.
 Tensor Tensor::slice(int dim, int64_t start, int64_t end, int64_t step) const {
   if (step <= 0)
-    throw ShapeError("slice: step must be positive, got " + std::to_string(step) +
-                     " (dim " + std::to_string(dim) + " of shape " + shape_str(shape()) +
+    throw ShapeError("slice: step must be positive, got " + std::to_string(step) + " (dim " +
+                     std::to_string(dim) + " of shape " + shape_str(shape()) +
                      "; use flip for reversed order)");
   const int d = dim_of(*this, dim, "slice");
   const auto ud = static_cast<size_t>(d);
@@ -273,7 +273,7 @@ Tensor Tensor::gather(int dim, const Tensor& index) const {
       throw ShapeError("gather: dim " + std::to_string(dim) + " out of range for a 0-d tensor");
     return index.eq(Tensor(0)).where(*this, Tensor(0)).cast(dtype());
   }
-  const int d = normalize_axis(dim, ndim(), "gather");
+  const int d = normalize_axis(dim, shape(), "gather");
   PadList bounds = whole(shape());
   for (int i = 0; i < ndim(); ++i) {
     if (i == d) continue;
@@ -306,6 +306,7 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
 
 // Each input padded with zeros to the full extent along `dim`, then summed (tinygrad's cat):
 // one elementwise kernel reading every input through a masked view. Bools are or-ed instead.
+// (The one visible effect of the adds: a -0.0 input reads back as +0.0.)
 Tensor cat(const std::vector<Tensor>& tensors, int dim) {
   if (tensors.empty()) throw ShapeError("cat: expected at least one tensor");
   const Tensor& first = tensors.front();
@@ -321,8 +322,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     for (size_t i = ud + 1; ok && i < first.shape().size(); ++i)
       ok = t.shape()[i] == first.shape()[i];
     if (!ok)
-      throw ShapeError("cat: shapes " + shape_str(first.shape()) + " and " +
-                       shape_str(t.shape()) + " differ outside dim " + std::to_string(dim));
+      throw ShapeError("cat: shapes " + shape_str(first.shape()) + " and " + shape_str(t.shape()) +
+                       " differ outside dim " + std::to_string(dim));
     if (t.device() != first.device())
       throw DeviceError("cat: tensors on " + first.device() + " and " + t.device());
     dt = dtypes::least_upper_dtype(dt, t.dtype());
@@ -337,8 +338,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     pads[ud] = {offset, total - offset - n};
     offset += n;
     Tensor piece = (t.dtype() == dt ? t : t.cast(dt)).pad(pads);
-    if (!out) out = piece;
-    else out = dt.is_bool() ? out->logical_or(piece) : out->add(piece);
+    if (!out)
+      out = piece;
+    else
+      out = dt.is_bool() ? out->logical_or(piece) : out->add(piece);
   }
   return *out;
 }

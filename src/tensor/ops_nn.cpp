@@ -21,7 +21,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // "(2, 3) float32", for messages that name an operand.
 std::string desc(const Tensor& t) { return shape_str(t.shape()) + " " + t.dtype().name(); }
 
-std::string pair_str(Int2 v) { return "(" + std::to_string(v.h) + ", " + std::to_string(v.w) + ")"; }
+std::string pair_str(Int2 v) {
+  return "(" + std::to_string(v.h) + ", " + std::to_string(v.w) + ")";
+}
 
 Shape concat(Shape a, const Shape& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -122,8 +124,8 @@ Tensor conv(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
   const int64_t h = xp.shape(2), wd = xp.shape(3);
   if (h < dilation.h * (kh - 1) + 1 || wd < dilation.w * (kw - 1) + 1)
     throw ShapeError(std::string(op) + ": kernel " + pair_str({kh, kw}) + " with dilation " +
-                     pair_str(dilation) + " is larger than the padded input " +
-                     pair_str({h, wd}) + " (input " + desc(x) + ", weight " + desc(w) + ")");
+                     pair_str(dilation) + " is larger than the padded input " + pair_str({h, wd}) +
+                     " (input " + desc(x) + ", weight " + desc(w) + ")");
   Tensor win = pool(xp, {kh, kw}, {stride.h, stride.w}, {dilation.h, dilation.w});
   const int64_t oh = win.shape(2), ow = win.shape(3);
   win = win.reshape({bs, groups, cin, 1, oh, ow, kh, kw})
@@ -135,16 +137,15 @@ Tensor conv(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
   return bias ? out.add(bias->reshape({1, cout, 1, 1})) : out;
 }
 
-void check_bias(const std::optional<Tensor>& bias, int64_t cout, const char* op,
-                const Tensor& w) {
+void check_bias(const std::optional<Tensor>& bias, int64_t cout, const char* op, const Tensor& w) {
   if (bias && (bias->ndim() != 1 || bias->shape(0) != cout))
     throw ShapeError(std::string(op) + ": bias " + desc(*bias) + " must have shape (" +
                      std::to_string(cout) + ") for weight " + desc(w));
 }
 
 // The pools: (..., H, W) -> (..., oh, ow, kh, kw) windows of the input padded with `value`.
-Tensor pool2d(const Tensor& x, Int2 kernel, std::optional<Int2> stride, Int2 padding,
-              double value, const char* op) {
+Tensor pool2d(const Tensor& x, Int2 kernel, std::optional<Int2> stride, Int2 padding, double value,
+              const char* op) {
   const Int2 s = stride.value_or(kernel);
   if (x.ndim() < 2)
     throw ShapeError(std::string(op) + ": input must have at least 2 dimensions, got " + desc(x));
@@ -157,8 +158,8 @@ Tensor pool2d(const Tensor& x, Int2 kernel, std::optional<Int2> stride, Int2 pad
   const int64_t h = x.shape(-2) + 2 * padding.h, w = x.shape(-1) + 2 * padding.w;
   if (h < kernel.h || w < kernel.w)
     throw ShapeError(std::string(op) + ": kernel " + pair_str(kernel) +
-                     " is larger than the padded input " + pair_str({h, w}) + " (input " +
-                     desc(x) + ")");
+                     " is larger than the padded input " + pair_str({h, w}) + " (input " + desc(x) +
+                     ")");
   Tensor xp = pad_last2(x, {{padding.h, padding.h}, {padding.w, padding.w}}, value);
   return pool(xp, {kernel.h, kernel.w}, {s.h, s.w}, {1, 1});
 }
@@ -207,7 +208,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     throw ShapeError("matmul: inner dimensions differ: " + desc(a) + " @ " + desc(b) + " (" +
                      std::to_string(k) + " != " + std::to_string(b.shape(axis_w)) + ")");
   if (dx >= 2 && dw >= 2) {
-    const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    const Shape ba(a.shape().begin(), a.shape().end() - 2),
+        bb(b.shape().begin(), b.shape().end() - 2);
     try {
       tensor::broadcast_shape(ba, bb, "matmul");
     } catch (const ShapeError&) {
@@ -240,28 +242,29 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, I
                       Int2 padding, Int2 dilation, int64_t groups) const {
   const char* op = "conv2d";
   if (ndim() == 3) {  // unbatched (C, H, W), as PyTorch
-    return unsqueeze(0)
-        .conv2d(weight, bias, stride, padding, dilation, groups)
-        .squeeze(0);
+    return unsqueeze(0).conv2d(weight, bias, stride, padding, dilation, groups).squeeze(0);
   }
   if (ndim() != 4 || weight.ndim() != 4)
-    throw ShapeError("conv2d: input must be (N, C, H, W) or (C, H, W) and weight (Cout, Cin/groups, "
-                     "kh, kw), got input " + desc(*this) + " and weight " + desc(weight));
+    throw ShapeError(
+        "conv2d: input must be (N, C, H, W) or (C, H, W) and weight (Cout, Cin/groups, "
+        "kh, kw), got input " +
+        desc(*this) + " and weight " + desc(weight));
   if (groups <= 0)
-    throw ShapeError("conv2d: groups must be positive, got " + std::to_string(groups) +
-                     " (input " + desc(*this) + ", weight " + desc(weight) + ")");
+    throw ShapeError("conv2d: groups must be positive, got " + std::to_string(groups) + " (input " +
+                     desc(*this) + ", weight " + desc(weight) + ")");
   if (shape(1) != groups * weight.shape(1))
     throw ShapeError("conv2d: input " + desc(*this) + " has " + std::to_string(shape(1)) +
-                     " channels but weight " + desc(weight) + " with groups=" +
-                     std::to_string(groups) + " expects " + std::to_string(groups * weight.shape(1)));
+                     " channels but weight " + desc(weight) +
+                     " with groups=" + std::to_string(groups) + " expects " +
+                     std::to_string(groups * weight.shape(1)));
   if (weight.shape(0) % groups != 0)
     throw ShapeError("conv2d: output channels " + std::to_string(weight.shape(0)) + " of weight " +
                      desc(weight) + " are not divisible by groups=" + std::to_string(groups));
   check_positive(stride, "stride", op, *this);
   check_positive(dilation, "dilation", op, *this);
   if (padding.h < 0 || padding.w < 0)
-    throw ShapeError("conv2d: padding must be non-negative, got " + pair_str(padding) +
-                     " (input " + desc(*this) + ")");
+    throw ShapeError("conv2d: padding must be non-negative, got " + pair_str(padding) + " (input " +
+                     desc(*this) + ")");
   check_bias(bias, weight.shape(0), op, weight);
   return conv(*this, weight, bias, stride, {{padding.h, padding.h}, {padding.w, padding.w}},
               dilation, groups, op);
@@ -280,15 +283,16 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
         .squeeze(0);
   }
   if (ndim() != 4 || weight.ndim() != 4)
-    throw ShapeError("conv_transpose2d: input must be (N, C, H, W) or (C, H, W) and weight "
-                     "(Cin, Cout/groups, kh, kw), got input " + desc(*this) + " and weight " +
-                     desc(weight));
+    throw ShapeError(
+        "conv_transpose2d: input must be (N, C, H, W) or (C, H, W) and weight "
+        "(Cin, Cout/groups, kh, kw), got input " +
+        desc(*this) + " and weight " + desc(weight));
   if (groups <= 0)
     throw ShapeError("conv_transpose2d: groups must be positive, got " + std::to_string(groups) +
                      " (input " + desc(*this) + ", weight " + desc(weight) + ")");
   if (shape(1) != weight.shape(0) || weight.shape(0) % groups != 0)
-    throw ShapeError("conv_transpose2d: input " + desc(*this) + " has " +
-                     std::to_string(shape(1)) + " channels but weight " + desc(weight) +
+    throw ShapeError("conv_transpose2d: input " + desc(*this) + " has " + std::to_string(shape(1)) +
+                     " channels but weight " + desc(weight) +
                      " with groups=" + std::to_string(groups) + " expects " +
                      std::to_string(weight.shape(0)) + " (divisible by groups)");
   check_positive(stride, "stride", op, *this);
@@ -312,7 +316,9 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
     x = x.reshape({n, c, h, 1, wd, 1})
             .pad({{0, 0}, {0, 0}, {0, 0}, {0, stride.h - 1}, {0, 0}, {0, stride.w - 1}})
             .reshape({n, c, h * stride.h, wd * stride.w})
-            .shrink({{0, n}, {0, c}, {0, h * stride.h - (stride.h - 1)},
+            .shrink({{0, n},
+                     {0, c},
+                     {0, h * stride.h - (stride.h - 1)},
                      {0, wd * stride.w - (stride.w - 1)}});
   }
   const int64_t ph = (kh - 1) * dilation.h - padding.h, pw = (kw - 1) * dilation.w - padding.w;
@@ -347,8 +353,7 @@ Tensor Tensor::layernorm(const std::vector<int>& axes, double eps) const {
 // vector (invstd may instead be any shape that broadcasts against x).
 Tensor Tensor::batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                          const Tensor& mean, const Tensor& invstd) const {
-  if (ndim() < 2)
-    throw ShapeError("batchnorm: input must be (N, C, ...), got " + desc(*this));
+  if (ndim() < 2) throw ShapeError("batchnorm: input must be (N, C, ...), got " + desc(*this));
   const int64_t c = shape(1);
   Shape s(static_cast<size_t>(ndim()), 1);
   s[1] = c;
@@ -382,8 +387,10 @@ Tensor Tensor::cross_entropy(const Tensor& target) const {
     return index_nll(*this, target, axis);
   }
   if (!target.dtype().is_float())
-    throw DTypeError("cross_entropy: target must hold class indices (integer) or probabilities "
-                     "(float), got " + desc(target) + " for input " + desc(*this));
+    throw DTypeError(
+        "cross_entropy: target must hold class indices (integer) or probabilities "
+        "(float), got " +
+        desc(target) + " for input " + desc(*this));
   if (target.shape() != shape())
     throw ShapeError("cross_entropy: probability target " + desc(target) +
                      " must have the input's shape " + desc(*this));
@@ -394,8 +401,8 @@ Tensor Tensor::cross_entropy(const Tensor& target) const {
 // finite loss instead of 0 * inf = NaN).
 Tensor Tensor::binary_crossentropy(const Tensor& target) const {
   if (target.shape() != shape())
-    throw ShapeError("binary_crossentropy: target " + desc(target) + " must have the input's shape " +
-                     desc(*this));
+    throw ShapeError("binary_crossentropy: target " + desc(target) +
+                     " must have the input's shape " + desc(*this));
   const Tensor floor_log(-100.0);
   Tensor pos = log().maximum(floor_log), neg = Tensor(1.0).sub(*this).log().maximum(floor_log);
   return target.mul(pos).add(Tensor(1.0).sub(target).mul(neg)).mean().neg();
@@ -432,19 +439,23 @@ Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& val
                                             bool is_causal) const {
   const std::string args = "query " + desc(*this) + ", key " + desc(key) + ", value " + desc(value);
   if (ndim() < 2 || key.ndim() < 2 || value.ndim() < 2)
-    throw ShapeError("scaled_dot_product_attention: query, key and value need at least 2 "
-                     "dimensions, got " + args);
+    throw ShapeError(
+        "scaled_dot_product_attention: query, key and value need at least 2 "
+        "dimensions, got " +
+        args);
   if (shape(-1) != key.shape(-1) || key.shape(-2) != value.shape(-2))
-    throw ShapeError("scaled_dot_product_attention: query and key must share the embedding size "
-                     "and key and value the sequence length, got " + args);
+    throw ShapeError(
+        "scaled_dot_product_attention: query and key must share the embedding size "
+        "and key and value the sequence length, got " +
+        args);
   if (is_causal && mask)
     throw Error("scaled_dot_product_attention: give a mask or is_causal, not both (" + args + ")");
-  const DType acc = dtypes::least_upper_dtype(
-      dtypes::least_upper_dtype(dtype(), key.dtype()), dtypes::float32);
+  const DType acc =
+      dtypes::least_upper_dtype(dtypes::least_upper_dtype(dtype(), key.dtype()), dtypes::float32);
   Tensor q = dtype() == acc ? *this : cast(acc);
   Tensor k = key.dtype() == acc ? key : key.cast(acc);
-  Tensor qk = q.matmul(k.transpose(-2, -1))
-                  .mul(Tensor(1.0 / std::sqrt(static_cast<double>(shape(-1)))));
+  Tensor qk =
+      q.matmul(k.transpose(-2, -1)).mul(Tensor(1.0 / std::sqrt(static_cast<double>(shape(-1)))));
   const double ninf = -std::numeric_limits<double>::infinity();
   if (is_causal) {
     const int64_t l = shape(-2), s = key.shape(-2);

@@ -171,7 +171,7 @@ Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, std::optional<DTy
     v = tensor::alu(Ops::MOD, w, r, dtypes::uint64);
   }
   // Wrapping addition in the result dtype gives low + v exactly, since it fits.
-  return (v.cast(dt) + low).reshape(std::move(shape));
+  return (v.cast(dt) + tensor::constant(low, dt, {}, dev)).reshape(std::move(shape));
 }
 
 Tensor Tensor::uniform(Shape shape, double low, double high, std::optional<DType> dtype,
@@ -180,7 +180,9 @@ Tensor Tensor::uniform(Shape shape, double low, double high, std::optional<DType
   if (dt.is_bool() || dt == dtypes::index || dt.is_void())
     throw DTypeError("uniform: dtype must be a number type, got " + dt.name());
   const DType math = dt.is_float() ? dt : dtypes::float32;
-  return (rand(std::move(shape), math, device) * (high - low) + low).cast(dt);
+  const std::string dev = tensor::resolve_device(device);
+  const Tensor scale = tensor::constant(high - low, math, {}, dev);
+  return (rand(std::move(shape), math, dev) * scale + tensor::constant(low, math, {}, dev)).cast(dt);
 }
 
 }  // namespace vkgrad

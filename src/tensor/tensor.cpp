@@ -38,6 +38,15 @@ std::string shape_str(const Shape& s) {
   return fmt::format("({})", fmt::join(s, ", "));
 }
 
+int normalize_axis(int axis, const Shape& shape, const char* op) {
+  const int ndim = static_cast<int>(shape.size());
+  const int n = std::max(ndim, 1);
+  if (axis < -n || axis >= n)
+    throw ShapeError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op,
+                                 axis, shape_str(shape), ndim));
+  return axis < 0 ? axis + n : axis;
+}
+
 int normalize_axis(int axis, int ndim, const char* op) {
   const int n = std::max(ndim, 1);  // a 0-d tensor accepts axis 0 and -1 (as PyTorch)
   if (axis < -n || axis >= n)
@@ -169,7 +178,13 @@ std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, cons
     out.resize(t.ndim());
     std::iota(out.begin(), out.end(), 0);
   } else {
-    out = normalize_axes(axes, t.ndim(), op);
+    for (int a : axes) {
+      const int n = normalize_axis(a, t.shape(), op);
+      if (std::find(out.begin(), out.end(), n) != out.end())
+        throw ShapeError(fmt::format("{}: axis {} appears twice for shape {}", op, a,
+                                     shape_str(t.shape())));
+      out.push_back(n);
+    }
     if (t.ndim() == 0) out.clear();
   }
   std::sort(out.begin(), out.end());
@@ -192,7 +207,9 @@ using tensor::shape_str;
 // ---- creation -----------------------------------------------------------------------------------
 namespace {
 Tensor weak_scalar(ConstValue v, DType dt) {
-  return make(UOp::const_(dt, v), {}, dt, engine::canonical_device(""), true);
+  Tensor t = make(UOp::const_(dt, v), {}, dt, engine::canonical_device(""), true);
+  t.impl()->literal = v;
+  return t;
 }
 
 DType value_dtype(std::optional<DType> dtype, DType natural) { return dtype ? *dtype : natural; }
@@ -285,7 +302,7 @@ Tensor Tensor::full_like(double value) const { return full(shape(), value, dtype
 // ---- inspection -----------------------------------------------------------------------------------
 const Shape& Tensor::shape() const { return impl()->shape; }
 int64_t Tensor::shape(int dim) const {
-  return shape()[tensor::normalize_axis(dim, ndim(), "shape")];
+  return shape()[tensor::normalize_axis(dim, shape(), "shape")];
 }
 int Tensor::ndim() const { return static_cast<int>(shape().size()); }
 int64_t Tensor::numel() const { return lazy::prod(shape()); }
@@ -347,6 +364,12 @@ Tensor Tensor::cast(DType dt) const {
   if (dt == dtype()) return *this;
   if (dt.is_ptr() || dt.count() != 1 || dt.is_void() || dt == dtypes::index)
     throw DTypeError("cast: cannot cast to " + dt.name());
+  if (impl()->literal && impl()->uop.op() == Ops::CONST) {
+    // A literal takes the new dtype from its exact value (0.2 as float64 is 0.2, not float32's).
+    Tensor out = make(UOp::const_(dt, *impl()->literal), {}, dt, device(), is_weak());
+    out.impl()->literal = impl()->literal;
+    return out;
+  }
   Tensor out = tensor::alu(Ops::CAST, *this, dt);
   out.impl()->weak = false;
   return out;
@@ -596,7 +619,8 @@ Tensor Tensor::reshape(Shape new_shape) const {
                                      shape_str(new_shape), shape_str(shape())));
       infer = static_cast<int>(i);
     } else if (new_shape[i] < 0) {
-      throw ShapeError(fmt::format("reshape: negative dimension in {}", shape_str(new_shape)));
+      throw ShapeError(fmt::format("reshape: negative dimension in {} (from {})",
+                                   shape_str(new_shape), shape_str(shape())));
     } else {
       known *= new_shape[i];
     }
@@ -705,7 +729,13 @@ Tensor Tensor::shrink(const PadList& bounds) const {
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
-  const std::vector<int> norm = tensor::normalize_axes(axes, ndim(), "flip");
+  std::vector<int> norm;
+  for (int a : axes) {
+    const int n = tensor::normalize_axis(a, shape(), "flip");
+    if (std::find(norm.begin(), norm.end(), n) != norm.end())
+      throw ShapeError(fmt::format("flip: axis {} appears twice for shape {}", a, shape_str(shape())));
+    norm.push_back(n);
+  }
   std::vector<int64_t> flags(ndim(), 0);
   bool any = false;
   for (int a : norm)

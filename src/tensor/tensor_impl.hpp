@@ -19,6 +19,8 @@ struct Tensor::Impl {
   DType dtype;
   std::string device;
   bool weak = false;  // a literal scalar: adopts the other operand's dtype (see tensor.hpp)
+  // A weak literal's exact value, so adopting a wider dtype (float64, int64) loses nothing.
+  std::optional<ConstValue> literal;
 };
 
 namespace tensor {
@@ -32,6 +34,8 @@ std::string resolve_device(const std::string& device);  // "" -> default device;
 std::string shape_str(const Shape& s);
 // Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
 int normalize_axis(int axis, int ndim, const char* op);
+// The same, with the tensor's shape in the message.
+int normalize_axis(int axis, const Shape& shape, const char* op);
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op);
 
 // ---- primitives -------------------------------------------------------------------------------

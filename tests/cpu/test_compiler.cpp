@@ -1,6 +1,4 @@
 // Compiler: system C compiler -> shared object, the disk and memory caches, errors, IEEE floats.
-#include "cpu/compiler.hpp"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -16,6 +14,7 @@
 #include <vector>
 #include <vkgrad/error.hpp>
 
+#include "cpu/compiler.hpp"
 #include "cpu/thread_pool.hpp"
 
 using namespace vkgrad;
@@ -184,8 +183,8 @@ TEST_F(CompilerTest, SyntaxErrorThrowsWithSourceAndCompilerOutput) {
     FAIL() << "expected CompileError";
   } catch (const CompileError& e) {
     std::string what = e.what();
-    EXPECT_NE(what.find(bad), std::string::npos) << what;            // the full source
-    EXPECT_NE(what.find("error"), std::string::npos) << what;        // the compiler's verdict
+    EXPECT_NE(what.find(bad), std::string::npos) << what;      // the full source
+    EXPECT_NE(what.find("error"), std::string::npos) << what;  // the compiler's verdict
     EXPECT_LT(what.find("undeclared_thing_42"), what.find("--- source ---")) << what;
   }
   // Still usable, and the failed compile left no files behind.
@@ -246,7 +245,8 @@ TEST_F(CompilerTest, ManyThreadsCompilingTheSameSourceCompileOnce) {
   Compiler c(dir_.string());
   std::vector<std::shared_ptr<Library>> libs(6);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < libs.size(); ++i) threads.emplace_back([&, i] { libs[i] = c.compile(kAdd); });
+  for (size_t i = 0; i < libs.size(); ++i)
+    threads.emplace_back([&, i] { libs[i] = c.compile(kAdd); });
   for (auto& t : threads) t.join();
   for (const auto& lib : libs) EXPECT_EQ(lib, libs[0]);
   EXPECT_EQ(c.stats().compiles, 1);
@@ -260,9 +260,10 @@ TEST_F(CompilerTest, DifferentSourcesCompileInParallel) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kSources; ++i) {
     threads.emplace_back([&, i] {
-      std::string src = "#include <stdint.h>\nvoid k(void** bufs, const int64_t* vars, int64_t s, "
-                        "int64_t e) { (void)vars; (void)s; (void)e; ((float*)bufs[0])[0] = " +
-                        std::to_string(i) + ".5f; }\n";
+      std::string src =
+          "#include <stdint.h>\nvoid k(void** bufs, const int64_t* vars, int64_t s, "
+          "int64_t e) { (void)vars; (void)s; (void)e; ((float*)bufs[0])[0] = " +
+          std::to_string(i) + ".5f; }\n";
       auto lib = c.compile(src);
       float out = 0;
       void* bufs[] = {&out};

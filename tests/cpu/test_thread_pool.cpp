@@ -1,6 +1,4 @@
 // ThreadPool: every index exactly once, chunking rules, exceptions, nesting, back-to-back calls.
-#include "cpu/thread_pool.hpp"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -15,6 +13,8 @@
 #include <vector>
 #include <vkgrad/error.hpp>
 
+#include "cpu/thread_pool.hpp"
+
 using namespace vkgrad;
 using namespace vkgrad::cpu;
 
@@ -23,16 +23,19 @@ namespace {
 // Runs one parallel_for and checks: each index once, chunks contiguous and in range, at most
 // size() of them, each at least `grain` long when there is more than one.
 void check_cover(ThreadPool& pool, int64_t n, int64_t grain) {
-  SCOPED_TRACE(::testing::Message() << "threads=" << pool.size() << " n=" << n << " grain=" << grain);
+  SCOPED_TRACE(::testing::Message()
+               << "threads=" << pool.size() << " n=" << n << " grain=" << grain);
   std::vector<std::atomic<uint8_t>> hits(static_cast<size_t>(n));
   std::mutex mu;
   std::vector<std::pair<int64_t, int64_t>> chunks;
   pool.parallel_for(n, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+    for (int64_t i = begin; i < end; ++i)
+      hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(mu);
     chunks.emplace_back(begin, end);
   });
-  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
   if (n == 0) {
     EXPECT_TRUE(chunks.empty());
     return;

@@ -1,2 +1,147 @@
-// placeholder until the suite lands
+// tests/tensor: fusion pins kernel counts (a regression fails here), the schedule cache is hit
+// for the same structure with new buffers, and the memory planner reuses intermediates.
+#include <vkgrad/stats.hpp>
+
 #include "harness.hpp"
+#include "sched/schedule.hpp"
+#include "tensor/tensor_impl.hpp"
+
+namespace vkgrad::testing {
+namespace {
+
+class FusionTest : public DeviceTest {
+ protected:
+  Tensor rnd(const Shape& s, uint64_t seed) {
+    return make_tensor(random_values(numel_of(s), -1, 1, seed), s, dtypes::float32, dev());
+  }
+};
+
+TEST_P(FusionTest, ElementwiseIsOneKernel) {
+  Tensor a = rnd({17, 3}, 1), b = rnd({17, 3}, 2), c = rnd({17, 3}, 3);
+  EXPECT_EQ(((a + b) * c).schedule().size(), 1u);
+}
+
+TEST_P(FusionTest, ReduceFusesItsInput) {
+  Tensor a = rnd({257}, 1), b = rnd({257}, 2);
+  Tensor s = (a * b).sum();
+  EXPECT_EQ(s.schedule().size(), 1u);
+  const auto av = values_of(a), bv = values_of(b);
+  double ref = 0;
+  for (size_t i = 0; i < av.size(); ++i) ref += av[i] * bv[i];
+  expect_values(s, {}, dtypes::float32, {ref}, 1e-5, 1e-5);
+}
+
+TEST_P(FusionTest, MatmulIsOneKernelWithItsEpilogue) {
+  Tensor a = rnd({16, 33}, 1), b = rnd({33, 48}, 2);
+  EXPECT_EQ(a.matmul(b).schedule().size(), 1u);
+  Tensor r = a.matmul(b).relu();
+  EXPECT_EQ(r.schedule().size(), 1u);
+  const auto av = values_of(a), bv = values_of(b);
+  std::vector<double> ref(16 * 48);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 48; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 33; ++k) acc += av[i * 33 + k] * bv[k * 48 + j];
+      ref[i * 48 + j] = acc > 0 ? acc : 0;
+    }
+  expect_values(r, {16, 48}, dtypes::float32, ref, 1e-5, 1e-5);
+}
+
+TEST_P(FusionTest, LongElementwiseChainIsOneKernel) {
+  Tensor x = rnd({1023}, 4);
+  Tensor y = x;
+  for (int i = 0; i < 200; ++i) y = i % 2 ? y * 0.999 : y + 0.001;
+  EXPECT_EQ(y.schedule().size(), 1u);
+  std::vector<double> ref = values_of(x);
+  for (double& v : ref) {
+    float f = static_cast<float>(v);
+    for (int i = 0; i < 200; ++i) f = i % 2 ? f * 0.999f : f + 0.001f;
+    v = f;
+  }
+  expect_values(y, {1023}, dtypes::float32, ref, 0, 0);  // the same float32 steps, exactly
+}
+
+TEST_P(FusionTest, SoftmaxIsAtMostThreeKernels) {
+  Tensor x = rnd({5, 17}, 5);
+  Tensor s = x.softmax(-1);
+  EXPECT_LE(s.schedule().size(), 3u);
+  const auto xv = values_of(x);
+  std::vector<double> ref(xv.size());
+  for (int r = 0; r < 5; ++r) {
+    double m = -1e300, sum = 0;
+    for (int c = 0; c < 17; ++c) m = std::max(m, xv[r * 17 + c]);
+    for (int c = 0; c < 17; ++c) sum += std::exp(xv[r * 17 + c] - m);
+    for (int c = 0; c < 17; ++c) ref[r * 17 + c] = std::exp(xv[r * 17 + c] - m) / sum;
+  }
+  expect_values(s, {5, 17}, dtypes::float32, ref, 1e-5, 1e-6);
+}
+
+TEST_P(FusionTest, ViewsOfARealizedBufferNeedNoCopyUntilUsed) {
+  Tensor a = rnd({4, 6}, 6).realize();
+  EXPECT_EQ(a.schedule().size(), 0u);
+  // A chain of movement ops over a buffer is one kernel that reads it through an index.
+  Tensor v = a.permute({1, 0}).pad({{1, 1}, {0, 2}}).flip(0).shrink({{1, 7}, {1, 5}});
+  EXPECT_EQ(v.schedule().size(), 1u);
+  EXPECT_EQ(v.contiguous().schedule().size(), 1u);
+}
+
+TEST_P(FusionTest, ScheduleCacheHitsForTheSameStructure) {
+  auto build = [&](uint64_t seed, double k) {
+    Tensor a = rnd({33, 7}, seed), b = rnd({7}, seed + 1);
+    return ((a * b).sum(1) + k).exp2();
+  };
+  Tensor first = build(10, 1.0).realize();
+  reset_runtime_stats();
+  Tensor again = build(20, 1.0);  // new buffers, same structure
+  const std::vector<double> want = [&] {
+    std::vector<double> out(33);
+    const auto av = random_values(33 * 7, -1, 1, 20), bv = random_values(7, -1, 1, 21);
+    for (int i = 0; i < 33; ++i) {
+      double s = 0;
+      for (int j = 0; j < 7; ++j)
+        s += static_cast<double>(static_cast<float>(av[i * 7 + j])) * static_cast<float>(bv[j]);
+      out[i] = std::exp2(s + 1.0);
+    }
+    return out;
+  }();
+  expect_values(again, {33}, dtypes::float32, want, 1e-5, 0);
+  const RuntimeStats s = runtime_stats();
+  EXPECT_EQ(s.schedule_cache_hits, 1);
+  EXPECT_EQ(s.schedules_built, 0);
+  EXPECT_EQ(s.programs_compiled, 0);
+}
+
+TEST_P(FusionTest, IntermediateBuffersShareMemory) {
+  // t1, t2, t3 are realized (each feeds an expand); t1 is dead once t2 is computed, so t3 can
+  // take t1's memory: three intermediates in two arena slots.
+  Tensor x = rnd({8, 16}, 7);
+  Tensor t1 = x.max(1, true);
+  Tensor t2 = (x - t1).sum(1, true);
+  Tensor t3 = (x * t2).max(1, true);
+  Tensor out = (x + t3).sum(1);
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(out)});
+  const Schedule sched = build_schedule(g.key);
+  int intermediates = 0;
+  for (const ScheduleBuffer& b : sched.buffers)
+    intermediates += b.kind == ScheduleBuffer::Kind::intermediate;
+  EXPECT_EQ(sched.kernels.size(), 4u);
+  EXPECT_EQ(intermediates, 3);
+  EXPECT_EQ(sched.arena_slot_bytes.size(), 2u);
+  // And the values are right.
+  const auto xv = values_of(x);
+  std::vector<double> ref(8);
+  for (int r = 0; r < 8; ++r) {
+    double m = -1e300, s = 0, m3 = -1e300, o = 0;
+    for (int c = 0; c < 16; ++c) m = std::max(m, xv[r * 16 + c]);
+    for (int c = 0; c < 16; ++c) s += static_cast<float>(xv[r * 16 + c] - m);
+    for (int c = 0; c < 16; ++c) m3 = std::max(m3, xv[r * 16 + c] * s);
+    for (int c = 0; c < 16; ++c) o += xv[r * 16 + c] + m3;
+    ref[r] = o;
+  }
+  expect_values(out, {8}, dtypes::float32, ref, 1e-4, 1e-4);
+}
+
+VKGRAD_ALL_DEVICES(FusionTest);
+
+}  // namespace
+}  // namespace vkgrad::testing

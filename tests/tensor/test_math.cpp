@@ -401,6 +401,10 @@ TEST_P(MathTest, PowFloat) {
   const Tensor tne = make_tensor(ne, {14}, dtypes::float32, dev());
   expect_values(tnb.pow(tne), {14}, dtypes::float32,
                 {4, -8, -0.5, kNaN, -0.125, 1, 1, kInf, 0, 1, 1, kInf, kInf, -1}, 1e-5);
+  // float64 keeps a literal exponent exact: 2.0000001 is not 2 (as float32 would make it).
+  const std::vector<double> b64 = random_values(9, 0.5, 4, 23);
+  expect_values(make_tensor(b64, {9}, dtypes::float64, dev()).pow(2.0000001), {9}, dtypes::float64,
+                map1(b64, p(2.0000001)), 1e-13);
   // Broadcasting: a column of bases against a row of exponents; float16 stays float16.
   const Tensor col = make_tensor({1.5, 2, 3}, {3, 1}, dtypes::float16, dev());
   const Tensor row = make_tensor({0, 1, 2, -1}, {4}, dtypes::float16, dev());

@@ -29,7 +29,8 @@ std::vector<double> rand32(int64_t n, double lo, double hi, uint64_t seed) {
 
 std::vector<double> build(const Shape& shape, const std::function<double(const Index&)>& f) {
   std::vector<double> out(static_cast<size_t>(numel_of(shape)));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = f(unflatten_index(static_cast<int64_t>(i), shape));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = f(unflatten_index(static_cast<int64_t>(i), shape));
   return out;
 }
 
@@ -54,7 +55,8 @@ void expect_error(F&& f, const std::vector<std::string>& needles) {
   } catch (const E& e) {
     const std::string msg = e.what();
     for (const std::string& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos) << "message \"" << msg << "\" lacks \"" << n << "\"";
+      EXPECT_NE(msg.find(n), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << n << "\"";
   } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong exception type: " << e.what();
   }
@@ -80,7 +82,9 @@ std::vector<double> ref_mm(const std::vector<double>& a, const std::vector<doubl
 }
 
 TEST_P(NnTest, Matmul2d) {
-  struct Case { int64_t m, k, n; };
+  struct Case {
+    int64_t m, k, n;
+  };
   for (const Case c : {Case{3, 17, 5}, Case{1, 1, 1}, Case{4, 257, 3}}) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n));
     const std::vector<double> a = rand32(c.m * c.k, -1, 1, 10), b = rand32(c.k * c.n, -1, 1, 11);
@@ -89,18 +93,27 @@ TEST_P(NnTest, Matmul2d) {
     expect_values(ta.matmul(tb), {c.m, c.n}, dtypes::float32, ref_mm(a, b, c.m, c.k, c.n), 1e-5,
                   1e-5);
   }
-  // Integers are exact; float64 stays float64; size-0 inner dimension gives zeros.
+  // Integers are exact; float64 stays float64.
   const std::vector<double> ai = random_ints(12, -50, 50, 12), bi = random_ints(8, -50, 50, 13);
-  expect_values(make_tensor(ai, {3, 4}, dtypes::int32, dev()).matmul(make_tensor(bi, {4, 2}, dtypes::int32, dev())),
+  expect_values(make_tensor(ai, {3, 4}, dtypes::int32, dev())
+                    .matmul(make_tensor(bi, {4, 2}, dtypes::int32, dev())),
                 {3, 2}, dtypes::int32, ref_mm(ai, bi, 3, 4, 2));
   const std::vector<double> ad = random_values(6, -1, 1, 14), bd = random_values(6, -1, 1, 15);
-  expect_values(make_tensor(ad, {2, 3}, dtypes::float64, dev()).matmul(make_tensor(bd, {3, 2}, dtypes::float64, dev())),
+  expect_values(make_tensor(ad, {2, 3}, dtypes::float64, dev())
+                    .matmul(make_tensor(bd, {3, 2}, dtypes::float64, dev())),
                 {2, 2}, dtypes::float64, ref_mm(ad, bd, 2, 3, 2), 1e-12);
+  // Mixed dtypes promote (int32 @ float32 -> float32).
+  expect_values(make_tensor(ai, {3, 4}, dtypes::int32, dev())
+                    .matmul(make_tensor(bi, {4, 2}, dtypes::float32, dev())),
+                {3, 2}, dtypes::float32, ref_mm(ai, bi, 3, 4, 2));
+}
+
+TEST_P(NnTest, MatmulSize0) {
+  // A size-0 inner dimension sums nothing: zeros. Size-0 outer dimensions give empty results.
   expect_values(Tensor::ones({2, 0}, {}, dev()).matmul(Tensor::ones({0, 3}, {}, dev())), {2, 3},
                 dtypes::float32, std::vector<double>(6, 0.0));
-  // Mixed dtypes promote (int32 @ float32 -> float32).
-  expect_values(make_tensor(ai, {3, 4}, dtypes::int32, dev()).matmul(make_tensor(bi, {4, 2}, dtypes::float32, dev())),
-                {3, 2}, dtypes::float32, ref_mm(ai, bi, 3, 4, 2));
+  EXPECT_EQ(Tensor::ones({0, 4}, {}, dev()).matmul(Tensor::ones({4, 3}, {}, dev())).shape(),
+            (Shape{0, 3}));
 }
 
 TEST_P(NnTest, MatmulVectors) {
@@ -114,7 +127,8 @@ TEST_P(NnTest, MatmulVectors) {
   // (3, 5) @ (5): the transposed view of tw.
   std::vector<double> wt(15);
   for (int64_t i = 0; i < 3; ++i)
-    for (int64_t j = 0; j < 5; ++j) wt[static_cast<size_t>(i * 5 + j)] = w[static_cast<size_t>(j * 3 + i)];
+    for (int64_t j = 0; j < 5; ++j)
+      wt[static_cast<size_t>(i * 5 + j)] = w[static_cast<size_t>(j * 3 + i)];
   expect_values(tw.T().matmul(tu), {3}, dtypes::float32, ref_mm(wt, u, 3, 5, 1), 1e-6, 1e-6);
   // Batched with a vector on either side.
   Tensor batch = make_tensor(w, {1, 3, 5}, dtypes::float32, dev()).expand({2, 3, 5});
@@ -133,12 +147,16 @@ TEST_P(NnTest, MatmulBatchedBroadcastNonContiguous) {
   Tensor ta = make_tensor(a, {2, 1, 4, 3}, dtypes::float32, dev()).transpose();
   Tensor tb = make_tensor(b, {3, 4, 5}, dtypes::float32, dev()).flip(0);
   Tensor out = matmul(ta, tb);
-  expect_values(out, {2, 3, 3, 5}, dtypes::float32, build({2, 3, 3, 5}, [&](const Index& i) {
-                  double acc = 0;
-                  for (int64_t p = 0; p < 4; ++p)
-                    acc += at(a, {2, 1, 4, 3}, {i[0], 0, p, i[2]}) * at(b, {3, 4, 5}, {2 - i[1], p, i[3]});
-                  return acc;
-                }), 1e-5, 1e-6);
+  expect_values(out, {2, 3, 3, 5}, dtypes::float32,
+                build({2, 3, 3, 5},
+                      [&](const Index& i) {
+                        double acc = 0;
+                        for (int64_t p = 0; p < 4; ++p)
+                          acc += at(a, {2, 1, 4, 3}, {i[0], 0, p, i[2]}) *
+                                 at(b, {3, 4, 5}, {2 - i[1], p, i[3]});
+                        return acc;
+                      }),
+                1e-5, 1e-6);
   // The relu epilogue (fused into the matmul kernel) gives the same numbers, clamped.
   std::vector<double> relu = values_of(out);
   for (double& x : relu) x = std::max(x, 0.0);
@@ -146,7 +164,8 @@ TEST_P(NnTest, MatmulBatchedBroadcastNonContiguous) {
 }
 
 TEST_P(NnTest, Linear) {
-  const std::vector<double> x = rand32(6, -1, 1, 40), w = rand32(12, -1, 1, 41), b = rand32(4, -1, 1, 42);
+  const std::vector<double> x = rand32(6, -1, 1, 40), w = rand32(12, -1, 1, 41),
+                            b = rand32(4, -1, 1, 42);
   Tensor tx = make_tensor(x, {2, 3}, dtypes::float32, dev());
   Tensor tw = make_tensor(w, {3, 4}, dtypes::float32, dev());
   Tensor tb = make_tensor(b, {4}, dtypes::float32, dev());
@@ -157,7 +176,11 @@ TEST_P(NnTest, Linear) {
   // A 1-D weight scales elementwise (tinygrad).
   Tensor w1 = make_tensor({2, 3, 4}, {3}, dtypes::float32, dev());
   expect_values(tx.linear(w1), {2, 3}, dtypes::float32,
-                build({2, 3}, [&](const Index& i) { return x[static_cast<size_t>(i[0] * 3 + i[1])] * (2.0 + static_cast<double>(i[1])); }),
+                build({2, 3},
+                      [&](const Index& i) {
+                        return x[static_cast<size_t>(i[0] * 3 + i[1])] *
+                               (2.0 + static_cast<double>(i[1]));
+                      }),
                 1e-6);
 }
 
@@ -165,13 +188,21 @@ TEST_P(NnTest, MatmulErrors) {
   Tensor a = Tensor::zeros({2, 3}, {}, dev());
   Tensor b = Tensor::zeros({4, 5}, dtypes::int32, dev());
   expect_error<ShapeError>([&] { a.matmul(b); }, {"matmul", "(2, 3) float32", "(4, 5) int32"});
-  expect_error<ShapeError>([&] { matmul(Tensor::zeros({3}, {}, dev()), Tensor::zeros({4}, {}, dev())); },
-                           {"matmul", "(3,)", "(4,)"});
-  expect_error<ShapeError>([&] { a.matmul(Tensor::scalar(2.0, {}, dev())); }, {"matmul", "(2, 3)", "()"});
   expect_error<ShapeError>(
-      [&] { Tensor::zeros({2, 2, 3}, {}, dev()).matmul(Tensor::zeros({3, 3, 4}, {}, dev())); },
+      [&] { matmul(Tensor::zeros({3}, {}, dev()), Tensor::zeros({4}, {}, dev())); },
+      {"matmul", "(3,)", "(4,)"});
+  expect_error<ShapeError>([&] { a.matmul(Tensor::scalar(2.0, {}, dev())); },
+                           {"matmul", "(2, 3)", "()"});
+  expect_error<ShapeError>(
+      [&] {
+        Tensor::zeros({2, 2, 3}, {}, dev()).matmul(Tensor::zeros({3, 3, 4}, {}, dev()));
+      },
       {"matmul", "(2, 2, 3)", "(3, 3, 4)"});
-  expect_error<ShapeError>([&] { a.linear(Tensor::zeros({2, 3}, {}, dev())); }, {"matmul", "(2, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        a.linear(Tensor::zeros({2, 3}, {}, dev()));
+      },
+      {"matmul", "(2, 3)"});
   expect_still_works(dev());
 }
 
@@ -229,8 +260,8 @@ TEST_P(NnTest, Conv2d) {
     std::optional<Tensor> bias;
     if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, dev());
     Tensor got = make_tensor(x, c.x, dtypes::float32, dev())
-                     .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride,
-                             c.padding, c.dilation, c.groups);
+                     .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride, c.padding,
+                             c.dilation, c.groups);
     expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
   }
 }
@@ -239,8 +270,12 @@ TEST_P(NnTest, Conv2dNonContiguousUnbatchedInt) {
   // Input given channels-last (N, H, W, C) and permuted to NCHW; weight flipped in its kernel.
   const ConvCase c{{1, 3, 5, 4}, {2, 3, 3, 3}, 1, 1, 1, 1, false};
   const std::vector<double> nhwc = rand32(60, -1, 1, 60), wf = rand32(54, -1, 1, 61);
-  const std::vector<double> x = build(c.x, [&](const Index& i) { return at(nhwc, {1, 5, 4, 3}, {i[0], i[2], i[3], i[1]}); });
-  const std::vector<double> w = build(c.w, [&](const Index& i) { return at(wf, c.w, {i[0], i[1], 2 - i[2], i[3]}); });
+  const std::vector<double> x = build(c.x, [&](const Index& i) {
+    return at(nhwc, {1, 5, 4, 3}, {i[0], i[2], i[3], i[1]});
+  });
+  const std::vector<double> w = build(c.w, [&](const Index& i) {
+    return at(wf, c.w, {i[0], i[1], 2 - i[2], i[3]});
+  });
   Shape out;
   const std::vector<double> want = ref_conv2d(x, w, {}, c, out);
   Tensor tx = make_tensor(nhwc, {1, 5, 4, 3}, dtypes::float32, dev()).permute({0, 3, 1, 2});
@@ -272,11 +307,15 @@ std::vector<double> ref_conv_transpose2d(const std::vector<double>& x, const std
                                          Shape& out) {
   const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
   const int64_t cog = c.w[1], kh = c.w[2], kw = c.w[3], cig = cin / c.groups;
-  const int64_t oh = (h - 1) * c.stride.h - 2 * c.padding.h + c.dilation.h * (kh - 1) + c.output_padding.h + 1;
-  const int64_t ow = (wd - 1) * c.stride.w - 2 * c.padding.w + c.dilation.w * (kw - 1) + c.output_padding.w + 1;
+  const int64_t oh =
+      (h - 1) * c.stride.h - 2 * c.padding.h + c.dilation.h * (kh - 1) + c.output_padding.h + 1;
+  const int64_t ow =
+      (wd - 1) * c.stride.w - 2 * c.padding.w + c.dilation.w * (kw - 1) + c.output_padding.w + 1;
   out = {n, cog * c.groups, oh, ow};
   std::vector<double> r(static_cast<size_t>(numel_of(out)), 0.0);
-  for (int64_t i = 0; i < numel_of(out); ++i) r[static_cast<size_t>(i)] = b.empty() ? 0.0 : b[static_cast<size_t>((i / (oh * ow)) % (cog * c.groups))];
+  for (int64_t i = 0; i < numel_of(out); ++i)
+    r[static_cast<size_t>(i)] =
+        b.empty() ? 0.0 : b[static_cast<size_t>((i / (oh * ow)) % (cog * c.groups))];
   for (int64_t bn = 0; bn < n; ++bn)
     for (int64_t ci = 0; ci < cin; ++ci)
       for (int64_t iy = 0; iy < h; ++iy)
@@ -326,29 +365,64 @@ TEST_P(NnTest, ConvTranspose2d) {
 TEST_P(NnTest, ConvErrors) {
   Tensor x = Tensor::zeros({1, 4, 5, 5}, {}, dev());
   Tensor w = Tensor::zeros({6, 3, 3, 3}, {}, dev());
-  expect_error<ShapeError>([&] { x.conv2d(w); }, {"conv2d", "(1, 4, 5, 5)", "(6, 3, 3, 3)", "groups=1"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 2, 3, 3}, {}, dev()), {}, 1, 0, 1, 3); },
-                           {"conv2d", "(1, 4, 5, 5)", "groups=3"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({5, 2, 3, 3}, {}, dev()), {}, 1, 0, 1, 2); },
-                           {"conv2d", "(5, 2, 3, 3)", "groups=2"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, 0, 1, 0); },
-                           {"conv2d", "groups", "(1, 4, 5, 5)"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 7, 3}, {}, dev())); },
-                           {"conv2d", "(7, 3)", "(1, 4, 5, 5)"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, 0, 3); },
-                           {"conv2d", "dilation", "(1, 4, 5, 5)"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 0); },
-                           {"conv2d", "stride", "(1, 4, 5, 5)"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, -1); },
-                           {"conv2d", "padding", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>([&] { x.conv2d(w); },
+                           {"conv2d", "(1, 4, 5, 5)", "(6, 3, 3, 3)", "groups=1"});
   expect_error<ShapeError>(
-      [&] { x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), Tensor::zeros({5}, {}, dev())); },
+      [&] {
+        x.conv2d(Tensor::zeros({6, 2, 3, 3}, {}, dev()), {}, 1, 0, 1, 3);
+      },
+      {"conv2d", "(1, 4, 5, 5)", "groups=3"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({5, 2, 3, 3}, {}, dev()), {}, 1, 0, 1, 2);
+      },
+      {"conv2d", "(5, 2, 3, 3)", "groups=2"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, 0, 1, 0);
+      },
+      {"conv2d", "groups", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 7, 3}, {}, dev()));
+      },
+      {"conv2d", "(7, 3)", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, 0, 3);
+      },
+      {"conv2d", "dilation", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 0);
+      },
+      {"conv2d", "stride", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), {}, 1, -1);
+      },
+      {"conv2d", "padding", "(1, 4, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3, 3}, {}, dev()), Tensor::zeros({5}, {}, dev()));
+      },
       {"conv2d", "bias", "(5,)", "(6, 4, 3, 3)"});
-  expect_error<ShapeError>([&] { Tensor::zeros({4, 5}, {}, dev()).conv2d(w); }, {"conv2d", "(4, 5)"});
-  expect_error<ShapeError>([&] { x.conv2d(Tensor::zeros({6, 4, 3}, {}, dev())); }, {"conv2d", "(6, 4, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        Tensor::zeros({4, 5}, {}, dev()).conv2d(w);
+      },
+      {"conv2d", "(4, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::zeros({6, 4, 3}, {}, dev()));
+      },
+      {"conv2d", "(6, 4, 3)"});
   Tensor wt = Tensor::zeros({4, 2, 3, 3}, {}, dev());
-  expect_error<ShapeError>([&] { x.conv_transpose2d(Tensor::zeros({3, 2, 3, 3}, {}, dev())); },
-                           {"conv_transpose2d", "(1, 4, 5, 5)", "(3, 2, 3, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.conv_transpose2d(Tensor::zeros({3, 2, 3, 3}, {}, dev()));
+      },
+      {"conv_transpose2d", "(1, 4, 5, 5)", "(3, 2, 3, 3)"});
   expect_error<ShapeError>([&] { x.conv_transpose2d(wt, {}, 1, 0, 0, 3); },
                            {"conv_transpose2d", "groups=3"});
   expect_error<ShapeError>([&] { x.conv_transpose2d(wt, {}, 2, 0, 2); },
@@ -398,7 +472,8 @@ TEST_P(NnTest, MaxPool2d) {
   const Shape xi{2, 5, 5};
   const std::vector<double> vi = random_ints(50, -100, -1, 81);
   want = ref_pool(vi, xi, 2, 1, 1, true, out);
-  expect_values(make_tensor(vi, xi, dtypes::int32, dev()).max_pool2d(2, 1, 1), out, dtypes::int32, want);
+  expect_values(make_tensor(vi, xi, dtypes::int32, dev()).max_pool2d(2, 1, 1), out, dtypes::int32,
+                want);
 }
 
 TEST_P(NnTest, AvgPool2d) {
@@ -411,18 +486,22 @@ TEST_P(NnTest, AvgPool2d) {
   want = ref_pool(x, xs, {2, 3}, {1, 2}, 0, false, out);
   expect_values(tx.avg_pool2d({2, 3}, Int2{1, 2}), out, dtypes::float32, want, 1e-6, 1e-6);
   // Of a transposed view.
-  const std::vector<double> xt = build({1, 2, 7, 5}, [&](const Index& i) { return at(x, xs, {i[0], i[1], i[3], i[2]}); });
+  const std::vector<double> xt = build({1, 2, 7, 5}, [&](const Index& i) {
+    return at(x, xs, {i[0], i[1], i[3], i[2]});
+  });
   want = ref_pool(xt, {1, 2, 7, 5}, 2, 2, 0, false, out);
   expect_values(tx.transpose().avg_pool2d(), out, dtypes::float32, want, 1e-6, 1e-6);
 }
 
 TEST_P(NnTest, PoolErrors) {
   Tensor x = Tensor::zeros({1, 1, 4, 4}, {}, dev());
-  expect_error<ShapeError>([&] { x.max_pool2d(2, 2, 2); }, {"max_pool2d", "padding", "(1, 1, 4, 4)"});
+  expect_error<ShapeError>([&] { x.max_pool2d(2, 2, 2); },
+                           {"max_pool2d", "padding", "(1, 1, 4, 4)"});
   expect_error<ShapeError>([&] { x.avg_pool2d(5); }, {"avg_pool2d", "(5, 5)", "(1, 1, 4, 4)"});
   expect_error<ShapeError>([&] { x.max_pool2d(0); }, {"max_pool2d", "kernel", "(1, 1, 4, 4)"});
   expect_error<ShapeError>([&] { x.max_pool2d(2, Int2{0}); }, {"max_pool2d", "stride"});
-  expect_error<ShapeError>([&] { Tensor::zeros({4}, {}, dev()).max_pool2d(); }, {"max_pool2d", "(4,)"});
+  expect_error<ShapeError>([&] { Tensor::zeros({4}, {}, dev()).max_pool2d(); },
+                           {"max_pool2d", "(4,)"});
   expect_still_works(dev());
 }
 
@@ -451,27 +530,36 @@ TEST_P(NnTest, LayerNormAndBatchNorm) {
   expect_values(tx.layernorm({1, -1}), xs, dtypes::float32, norm(false), 1e-5, 1e-5);
   // batchnorm over axis 1 with per-channel parameters.
   const std::vector<double> w{0.5, -2, 1.5}, b{0.1, 0.2, -0.3}, mu{1, -1, 0.5}, inv{2, 0.5, 1};
-  auto ch = [&](const std::vector<double>& v) { return make_tensor(v, {3}, dtypes::float32, dev()); };
+  auto ch = [&](const std::vector<double>& v) {
+    return make_tensor(v, {3}, dtypes::float32, dev());
+  };
   expect_values(tx.batchnorm(ch(w), ch(b), ch(mu), ch(inv)), xs, dtypes::float32,
-                build(xs, [&](const Index& i) {
-                  const size_t c = static_cast<size_t>(i[1]);
-                  return (at(x, xs, i) - mu[c]) * w[c] * inv[c] + b[c];
-                }), 1e-6, 1e-6);
+                build(xs,
+                      [&](const Index& i) {
+                        const size_t c = static_cast<size_t>(i[1]);
+                        return (at(x, xs, i) - mu[c]) * w[c] * inv[c] + b[c];
+                      }),
+                1e-6, 1e-6);
   expect_values(tx.batchnorm(std::nullopt, std::nullopt, ch(mu), ch(inv)), xs, dtypes::float32,
-                build(xs, [&](const Index& i) {
-                  const size_t c = static_cast<size_t>(i[1]);
-                  return (at(x, xs, i) - mu[c]) * inv[c];
-                }), 1e-6, 1e-6);
-  expect_error<ShapeError>([&] { tx.batchnorm(std::nullopt, std::nullopt, ch(mu).slice(0, 0, 2), ch(inv)); },
-                           {"batchnorm", "mean", "(2,)", "(2, 3, 5)"});
-  expect_error<ShapeError>([&] { Tensor::zeros({3}, {}, dev()).batchnorm({}, {}, ch(mu), ch(inv)); },
-                           {"batchnorm", "(3,)"});
+                build(xs,
+                      [&](const Index& i) {
+                        const size_t c = static_cast<size_t>(i[1]);
+                        return (at(x, xs, i) - mu[c]) * inv[c];
+                      }),
+                1e-6, 1e-6);
+  expect_error<ShapeError>(
+      [&] { tx.batchnorm(std::nullopt, std::nullopt, ch(mu).slice(0, 0, 2), ch(inv)); },
+      {"batchnorm", "mean", "(2,)", "(2, 3, 5)"});
+  expect_error<ShapeError>(
+      [&] { Tensor::zeros({3}, {}, dev()).batchnorm({}, {}, ch(mu), ch(inv)); },
+      {"batchnorm", "(3,)"});
 }
 
 // ---- losses -------------------------------------------------------------------------------------
 
 // log_softmax of row `r` (length c, stride `stride` between classes) at class k.
-double log_softmax_at(const std::vector<double>& x, int64_t base, int64_t stride, int64_t c, int64_t k) {
+double log_softmax_at(const std::vector<double>& x, int64_t base, int64_t stride, int64_t c,
+                      int64_t k) {
   double m = -kInf;
   for (int64_t j = 0; j < c; ++j) m = std::max(m, x[static_cast<size_t>(base + j * stride)]);
   double s = 0;
@@ -484,24 +572,28 @@ TEST_P(NnTest, CrossEntropy) {
   const std::vector<double> x = rand32(12, -3, 3, 110);
   const std::vector<double> t{2, 0, 3};
   double want = 0;
-  for (int64_t n = 0; n < 3; ++n) want -= log_softmax_at(x, n * 4, 1, 4, static_cast<int64_t>(t[static_cast<size_t>(n)]));
+  for (int64_t n = 0; n < 3; ++n)
+    want -= log_softmax_at(x, n * 4, 1, 4, static_cast<int64_t>(t[static_cast<size_t>(n)]));
   Tensor tx = make_tensor(x, {3, 4}, dtypes::float32, dev());
-  expect_values(tx.cross_entropy(make_tensor(t, {3}, dtypes::int32, dev())), {}, dtypes::float32, {want / 3}, 1e-5);
-  // The same with probabilities (one-hot rows) and with smooth probabilities.
-  std::vector<double> p(12, 0.0), q = rand32(12, 0, 1, 111);
-  for (size_t n = 0; n < 3; ++n) p[n * 4 + static_cast<size_t>(t[n])] = 1.0;
-  expect_values(tx.cross_entropy(make_tensor(p, {3, 4}, dtypes::float32, dev())), {}, dtypes::float32, {want / 3}, 1e-5);
+  expect_values(tx.cross_entropy(make_tensor(t, {3}, dtypes::int32, dev())), {}, dtypes::float32,
+                {want / 3}, 1e-5);
+  // Class probabilities of the input's shape.
+  const std::vector<double> q = rand32(12, 0, 1, 111);
   double wq = 0;
   for (int64_t n = 0; n < 3; ++n)
-    for (int64_t k = 0; k < 4; ++k) wq -= q[static_cast<size_t>(n * 4 + k)] * log_softmax_at(x, n * 4, 1, 4, k);
-  expect_values(tx.cross_entropy(make_tensor(q, {3, 4}, dtypes::float32, dev())), {}, dtypes::float32, {wq / 3}, 1e-5);
+    for (int64_t k = 0; k < 4; ++k)
+      wq -= q[static_cast<size_t>(n * 4 + k)] * log_softmax_at(x, n * 4, 1, 4, k);
+  expect_values(tx.cross_entropy(make_tensor(q, {3, 4}, dtypes::float32, dev())), {},
+                dtypes::float32, {wq / 3}, 1e-5);
   // (N, C, d) with (N, d) int64 indices: classes on axis 1.
   const std::vector<double> y = rand32(2 * 3 * 5, -2, 2, 112), ty = random_ints(10, 0, 2, 113);
   double wy = 0;
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t d = 0; d < 5; ++d)
-      wy -= log_softmax_at(y, n * 15 + d, 5, 3, static_cast<int64_t>(ty[static_cast<size_t>(n * 5 + d)]));
-  expect_values(make_tensor(y, {2, 3, 5}, dtypes::float32, dev()).cross_entropy(make_tensor(ty, {2, 5}, dtypes::int64, dev())),
+      wy -= log_softmax_at(y, n * 15 + d, 5, 3,
+                           static_cast<int64_t>(ty[static_cast<size_t>(n * 5 + d)]));
+  expect_values(make_tensor(y, {2, 3, 5}, dtypes::float32, dev())
+                    .cross_entropy(make_tensor(ty, {2, 5}, dtypes::int64, dev())),
                 {}, dtypes::float32, {wy / 10}, 1e-5);
   // sparse_categorical_crossentropy: classes last.
   expect_values(tx.sparse_categorical_crossentropy(make_tensor(t, {3}, dtypes::int32, dev())), {},
@@ -515,7 +607,8 @@ TEST_P(NnTest, BinaryCrossEntropy) {
     const double pp = round_to(p[i], dtypes::float32);
     want -= y[i] * std::max(std::log(pp), -100.0) + (1 - y[i]) * std::max(std::log(1 - pp), -100.0);
   }
-  Tensor tp = make_tensor(p, {2, 3}, dtypes::float32, dev()), ty = make_tensor(y, {2, 3}, dtypes::float32, dev());
+  Tensor tp = make_tensor(p, {2, 3}, dtypes::float32, dev()),
+         ty = make_tensor(y, {2, 3}, dtypes::float32, dev());
   expect_values(tp.binary_crossentropy(ty), {}, dtypes::float32, {want / 6}, 1e-5);
   expect_values(tp.binary_cross_entropy(ty), {}, dtypes::float32, {want / 6}, 1e-5);
   const std::vector<double> z{-3, 0.5, 40, -40, 0, 2};
@@ -530,18 +623,26 @@ TEST_P(NnTest, LossErrors) {
   Tensor x = Tensor::zeros({3, 4}, {}, dev());
   expect_error<ShapeError>([&] { x.cross_entropy(Tensor::zeros({4}, dtypes::int32, dev())); },
                            {"cross_entropy", "(4,)", "(3, 4)"});
-  expect_error<ShapeError>([&] { x.cross_entropy(Tensor::zeros({3, 5}, {}, dev())); },
-                           {"cross_entropy", "(3, 5)", "(3, 4)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.cross_entropy(Tensor::zeros({3, 5}, {}, dev()));
+      },
+      {"cross_entropy", "(3, 5)", "(3, 4)"});
   expect_error<DTypeError>([&] { x.cross_entropy(Tensor::zeros({3}, dtypes::bool_, dev())); },
                            {"cross_entropy", "bool", "(3, 4)"});
-  expect_error<DTypeError>([&] { x.sparse_categorical_crossentropy(Tensor::zeros({3}, {}, dev())); },
-                           {"sparse_categorical_crossentropy", "float32", "(3, 4)"});
-  expect_error<ShapeError>([&] { x.sparse_categorical_crossentropy(Tensor::zeros({4}, dtypes::int32, dev())); },
-                           {"sparse_categorical_crossentropy", "(4,)", "(3, 4)"});
+  expect_error<DTypeError>(
+      [&] { x.sparse_categorical_crossentropy(Tensor::zeros({3}, {}, dev())); },
+      {"sparse_categorical_crossentropy", "float32", "(3, 4)"});
+  expect_error<ShapeError>(
+      [&] { x.sparse_categorical_crossentropy(Tensor::zeros({4}, dtypes::int32, dev())); },
+      {"sparse_categorical_crossentropy", "(4,)", "(3, 4)"});
   expect_error<ShapeError>([&] { x.binary_crossentropy(Tensor::zeros({4}, {}, dev())); },
                            {"binary_crossentropy", "(4,)", "(3, 4)"});
-  expect_error<ShapeError>([&] { x.binary_crossentropy_logits(Tensor::zeros({3, 1}, {}, dev())); },
-                           {"binary_crossentropy_logits", "(3, 1)", "(3, 4)"});
+  expect_error<ShapeError>(
+      [&] {
+        x.binary_crossentropy_logits(Tensor::zeros({3, 1}, {}, dev()));
+      },
+      {"binary_crossentropy_logits", "(3, 1)", "(3, 4)"});
   expect_still_works(dev());
 }
 
@@ -557,7 +658,8 @@ std::vector<double> ref_attention(const std::vector<double>& q, const std::vecto
     double m = -kInf;
     for (int64_t j = 0; j < s; ++j) {
       double d = 0;
-      for (int64_t p = 0; p < e; ++p) d += q[static_cast<size_t>(i * e + p)] * k[static_cast<size_t>(j * e + p)];
+      for (int64_t p = 0; p < e; ++p)
+        d += q[static_cast<size_t>(i * e + p)] * k[static_cast<size_t>(j * e + p)];
       w[static_cast<size_t>(j)] = keep(i, j) ? d / std::sqrt(static_cast<double>(e)) : -kInf;
       m = std::max(m, w[static_cast<size_t>(j)]);
     }
@@ -565,7 +667,8 @@ std::vector<double> ref_attention(const std::vector<double>& q, const std::vecto
     for (double& x : w) sum += (x = std::exp(x - m));
     for (int64_t j = 0; j < s; ++j)
       for (int64_t p = 0; p < ev; ++p)
-        out[static_cast<size_t>(i * ev + p)] += w[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * ev + p)];
+        out[static_cast<size_t>(i * ev + p)] +=
+            w[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * ev + p)];
   }
   return out;
 }
@@ -583,22 +686,25 @@ TEST_P(NnTest, ScaledDotProductAttention) {
       auto slice = [n](const std::vector<double>& x, int64_t len) {
         return std::vector<double>(x.begin() + n * len, x.begin() + (n + 1) * len);
       };
-      std::vector<double> r = ref_attention(slice(q, l * e), slice(k, s * e), slice(v, s * ev), l, s, e, ev, keep);
+      std::vector<double> r =
+          ref_attention(slice(q, l * e), slice(k, s * e), slice(v, s * ev), l, s, e, ev, keep);
       out.insert(out.end(), r.begin(), r.end());
     }
     return out;
   };
   expect_values(tq.scaled_dot_product_attention(tk, tv), {b, l, ev}, dtypes::float32,
                 per_batch([](int64_t, int64_t) { return true; }), 1e-5, 1e-6);
-  expect_values(tq.scaled_dot_product_attention(tk, tv, std::nullopt, true), {b, l, ev}, dtypes::float32,
-                per_batch([](int64_t i, int64_t j) { return j <= i; }), 1e-5, 1e-6);
+  expect_values(tq.scaled_dot_product_attention(tk, tv, std::nullopt, true), {b, l, ev},
+                dtypes::float32, per_batch([](int64_t i, int64_t j) { return j <= i; }), 1e-5,
+                1e-6);
   // A bool keep-mask (l, s) broadcast over the batch: keep j != (i % s) and j < 4.
   std::vector<double> m(static_cast<size_t>(l * s));
   auto keep = [s](int64_t i, int64_t j) { return j != i % s && j < 4; };
   for (int64_t i = 0; i < l; ++i)
     for (int64_t j = 0; j < s; ++j) m[static_cast<size_t>(i * s + j)] = keep(i, j);
-  expect_values(tq.scaled_dot_product_attention(tk, tv, make_tensor(m, {l, s}, dtypes::bool_, dev())),
-                {b, l, ev}, dtypes::float32, per_batch(keep), 1e-5, 1e-6);
+  expect_values(
+      tq.scaled_dot_product_attention(tk, tv, make_tensor(m, {l, s}, dtypes::bool_, dev())),
+      {b, l, ev}, dtypes::float32, per_batch(keep), 1e-5, 1e-6);
   Tensor mask = make_tensor(m, {l, s}, dtypes::bool_, dev());
   expect_error<Error>([&] { tq.scaled_dot_product_attention(tk, tv, mask, true); },
                       {"scaled_dot_product_attention", "(2, 5, 4)"});
@@ -606,8 +712,9 @@ TEST_P(NnTest, ScaledDotProductAttention) {
                            {"scaled_dot_product_attention", "(2, 5, 4)", "(2, 6, 3)"});
   expect_error<ShapeError>([&] { tq.scaled_dot_product_attention(tk, tv.slice(1, 0, 5)); },
                            {"scaled_dot_product_attention", "(2, 5, 3)"});
-  expect_error<ShapeError>([&] { Tensor::zeros({4}, {}, dev()).scaled_dot_product_attention(tk, tv); },
-                           {"scaled_dot_product_attention", "(4,)"});
+  expect_error<ShapeError>(
+      [&] { Tensor::zeros({4}, {}, dev()).scaled_dot_product_attention(tk, tv); },
+      {"scaled_dot_product_attention", "(4,)"});
   expect_still_works(dev());
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,71 @@ Ref r_sum(const Ref& x, int axis, bool keepdim = false) {
 
 double f32(double v) { return round_to(v, dtypes::float32); }
 
+// Many results, one kernel: add() checks shape and dtype at once (known without running
+// anything) and keeps the tensor; check() casts every kept tensor to float64, flattens it,
+// concatenates them all (pad + add) and reads the result back once. That also composes each
+// tested view with more views. Failures name the line of the add() call.
+class Batch {
+ public:
+  ~Batch() {
+    if (!items_.empty()) ADD_FAILURE() << "Batch: " << items_.size() << " results never checked";
+  }
+  void add(const Tensor& t, const Ref& r, DType dtype = dtypes::float32, double rtol = 0,
+           double atol = 0, std::source_location loc = std::source_location::current()) {
+    const std::string label = "line " + std::to_string(loc.line());
+    EXPECT_EQ(t.shape(), r.shape) << label << ": shape";
+    EXPECT_EQ(t.dtype().name(), dtype.name()) << label << ": dtype";
+    const int64_t n = numel_of(r.shape);
+    EXPECT_EQ(static_cast<size_t>(n), r.v.size()) << label << ": the test's expected size";
+    if (t.shape() != r.shape || static_cast<size_t>(n) != r.v.size() || n == 0) return;
+    items_.push_back({label, t.cast(dtypes::float64).reshape({n}), r.v, rtol, atol});
+  }
+  void check() {
+    int64_t total = 0;
+    for (const Item& it : items_) total += static_cast<int64_t>(it.expected.size());
+    Tensor all;
+    int64_t off = 0;
+    for (const Item& it : items_) {
+      const int64_t n = static_cast<int64_t>(it.expected.size());
+      Tensor p = it.flat.pad({{off, total - off - n}});
+      all = all.defined() ? all + p : p;
+      off += n;
+    }
+    std::vector<Item> items = std::move(items_);
+    items_.clear();
+    if (!all.defined()) return;
+    const std::vector<double> got = testing::values_of(all);
+    ASSERT_EQ(got.size(), static_cast<size_t>(total));
+    off = 0;
+    for (const Item& it : items) {
+      int reported = 0;
+      for (size_t i = 0; i < it.expected.size(); ++i) {
+        const double g = got[off + i], e = it.expected[i];
+        bool ok;
+        if (std::isnan(e))
+          ok = std::isnan(g);
+        else if (std::isinf(e))
+          ok = g == e;
+        else
+          ok = std::fabs(g - e) <= it.atol + it.rtol * std::fabs(e);
+        if (!ok && reported++ < 8)
+          ADD_FAILURE() << it.label << ": at flat index " << i << " got " << g << ", expected " << e
+                        << " (rtol " << it.rtol << ", atol " << it.atol << ")";
+      }
+      off += static_cast<int64_t>(it.expected.size());
+    }
+  }
+
+ private:
+  struct Item {
+    std::string label;
+    Tensor flat;
+    std::vector<double> expected;
+    double rtol, atol;
+  };
+  std::vector<Item> items_;
+};
+
 class ViewsTest : public testing::DeviceTest {
  protected:
   // Random float32 values in [lo, hi) as a reference and a tensor holding them.
@@ -147,6 +213,7 @@ class ViewsTest : public testing::DeviceTest {
   Tensor lazy(const Ref& r) const {
     return tensor(r_map(r, [](double e) { return -e; })).neg();
   }
+  // One result stored by a kernel of its own.
   void expect_ref(const Tensor& t, const Ref& r, DType d = dtypes::float32, double rtol = 0,
                   double atol = 0) const {
     expect_values(t, r.shape, d, r.v, rtol, atol);
@@ -175,95 +242,108 @@ TEST_P(ViewsTest, Reshape) {
 }
 
 TEST_P(ViewsTest, PermuteAndTranspose) {
+  Batch batch;
   const Ref x = random_ref({2, 3, 5}, 2);
   Tensor t = tensor(x);
   for (const auto& o : std::vector<std::vector<int>>{{2, 0, 1}, {1, 0, 2}, {0, 2, 1}, {2, 1, 0}}) {
     SCOPED_TRACE(::testing::PrintToString(o));
     expect_ref(t.permute(o), r_permute(x, o));
   }
-  expect_ref(t.permute({-1, 0, 1}), r_permute(x, {2, 0, 1}));
-  expect_ref(t.transpose(), r_permute(x, {0, 2, 1}));
-  expect_ref(t.transpose(0, 2), r_permute(x, {2, 1, 0}));
-  expect_ref(t.transpose(-3, 1), r_permute(x, {1, 0, 2}));
+  batch.add(t.permute({-1, 0, 1}), r_permute(x, {2, 0, 1}));
+  batch.add(t.transpose(), r_permute(x, {0, 2, 1}));
+  batch.add(t.transpose(0, 2), r_permute(x, {2, 1, 0}));
+  batch.add(t.transpose(-3, 1), r_permute(x, {1, 0, 2}));
   const Ref m = random_ref({3, 7}, 3);
-  expect_ref(tensor(m).T(), r_permute(m, {1, 0}));
-  expect_ref(tensor(m).T().T(), m);
+  batch.add(tensor(m).T(), r_permute(m, {1, 0}));
+  batch.add(tensor(m).T().T(), m);
+  batch.check();
 }
 
 TEST_P(ViewsTest, Expand) {
+  Batch batch;
   const Ref c = random_ref({3, 1}, 4);
   expect_ref(tensor(c).expand({3, 4}), r_expand(c, {3, 4}));
-  expect_ref(tensor(c).expand({-1, 5}), r_expand(c, {3, 5}));
-  expect_ref(tensor(c).expand({2, 3, 4}), r_expand(c, {2, 3, 4}));
+  batch.add(tensor(c).expand({-1, 5}), r_expand(c, {3, 5}));
+  batch.add(tensor(c).expand({2, 3, 4}), r_expand(c, {2, 3, 4}));
   const Ref r = random_ref({1, 5}, 5);
-  expect_ref(tensor(r).expand({3, 5}), r_expand(r, {3, 5}));
+  batch.add(tensor(r).expand({3, 5}), r_expand(r, {3, 5}));
   const Ref s = random_ref({}, 6);
-  expect_ref(tensor(s).expand({2, 3}), r_expand(s, {2, 3}));
+  batch.add(tensor(s).expand({2, 3}), r_expand(s, {2, 3}));
   const Ref m = random_ref({2, 1, 3}, 7);
-  expect_ref(tensor(m).expand({4, 2, 5, 3}), r_expand(m, {4, 2, 5, 3}));
-  expect_ref(tensor(c).expand({3, 0}), r_expand(c, {3, 0}));
+  batch.add(tensor(m).expand({4, 2, 5, 3}), r_expand(m, {4, 2, 5, 3}));
+  batch.add(tensor(c).expand({3, 0}), r_expand(c, {3, 0}));
+  batch.check();
 }
 
 TEST_P(ViewsTest, Pad) {
+  Batch batch;
   const Ref x = random_ref({2, 3}, 8);
   Tensor t = tensor(x);
   expect_ref(t.pad({{1, 2}, {0, 3}}), r_pad(x, {{1, 2}, {0, 3}}, 0));
-  expect_ref(t.pad({{0, 0}, {2, 1}}, 2.5), r_pad(x, {{0, 0}, {2, 1}}, 2.5));
-  expect_ref(t.pad({{3, 0}, {0, 0}}, -kInf), r_pad(x, {{3, 0}, {0, 0}}, -kInf));
-  expect_ref(t.pad({{0, 0}, {0, 0}}), x);
+  batch.add(t.pad({{0, 0}, {2, 1}}, 2.5), r_pad(x, {{0, 0}, {2, 1}}, 2.5));
+  batch.add(t.pad({{3, 0}, {0, 0}}, -kInf), r_pad(x, {{3, 0}, {0, 0}}, -kInf));
+  batch.add(t.pad({{0, 0}, {0, 0}}), x);
   // Integer and bool tensors pad with the value in their own dtype.
   const Ref i{{2, 2}, {1, -2, 3, -4}};
-  expect_ref(tensor(i, dtypes::int32).pad({{1, 0}, {0, 1}}, 7), r_pad(i, {{1, 0}, {0, 1}}, 7),
-             dtypes::int32);
-  expect_ref(tensor(i, dtypes::int8).pad({{0, 1}, {1, 0}}, -1), r_pad(i, {{0, 1}, {1, 0}}, -1),
-             dtypes::int8);
+  batch.add(tensor(i, dtypes::int32).pad({{1, 0}, {0, 1}}, 7), r_pad(i, {{1, 0}, {0, 1}}, 7),
+            dtypes::int32);
+  batch.add(tensor(i, dtypes::int8).pad({{0, 1}, {1, 0}}, -1), r_pad(i, {{0, 1}, {1, 0}}, -1),
+            dtypes::int8);
   const Ref u{{3}, {1, 2, 3}};
-  expect_ref(tensor(u, dtypes::uint8).pad({{2, 2}}, 255), r_pad(u, {{2, 2}}, 255), dtypes::uint8);
+  batch.add(tensor(u, dtypes::uint8).pad({{2, 2}}, 255), r_pad(u, {{2, 2}}, 255), dtypes::uint8);
   const Ref b{{2}, {1, 0}};
-  expect_ref(tensor(b, dtypes::bool_).pad({{1, 1}}, 1), r_pad(b, {{1, 1}}, 1), dtypes::bool_);
+  batch.add(tensor(b, dtypes::bool_).pad({{1, 1}}, 1), r_pad(b, {{1, 1}}, 1), dtypes::bool_);
   const Ref h{{2}, {0.5, -1.5}};
-  expect_ref(tensor(h, dtypes::float16).pad({{1, 0}}, 3.0), r_pad(h, {{1, 0}}, 3), dtypes::float16);
+  batch.add(tensor(h, dtypes::float16).pad({{1, 0}}, 3.0), r_pad(h, {{1, 0}}, 3), dtypes::float16);
+  batch.check();
 }
 
 TEST_P(ViewsTest, Shrink) {
+  Batch batch;
   const Ref x = random_ref({5, 7}, 9);
   Tensor t = tensor(x);
   expect_ref(t.shrink({{1, 4}, {2, 7}}), r_shrink(x, {{1, 4}, {2, 7}}));
-  expect_ref(t.shrink({{0, 5}, {0, 7}}), x);
-  expect_ref(t.shrink({{4, 5}, {3, 4}}), r_shrink(x, {{4, 5}, {3, 4}}));
-  expect_ref(t.shrink({{2, 2}, {0, 7}}), r_shrink(x, {{2, 2}, {0, 7}}));
+  batch.add(t.shrink({{0, 5}, {0, 7}}), x);
+  batch.add(t.shrink({{4, 5}, {3, 4}}), r_shrink(x, {{4, 5}, {3, 4}}));
+  batch.add(t.shrink({{2, 2}, {0, 7}}), r_shrink(x, {{2, 2}, {0, 7}}));
+  batch.check();
 }
 
 TEST_P(ViewsTest, Flip) {
+  Batch batch;
   const Ref x = random_ref({3, 4}, 10);
   Tensor t = tensor(x);
   expect_ref(t.flip(0), r_flip(x, {0}));
-  expect_ref(t.flip(-1), r_flip(x, {1}));
-  expect_ref(t.flip({0, 1}), r_flip(x, {0, 1}));
-  expect_ref(t.flip({0, 1}).flip({1, 0}), x);
+  batch.add(t.flip(-1), r_flip(x, {1}));
+  batch.add(t.flip({0, 1}), r_flip(x, {0, 1}));
+  batch.add(t.flip({0, 1}).flip({1, 0}), x);
   const Ref v = random_ref({5}, 11);
-  expect_ref(tensor(v).flip(0), r_flip(v, {0}));
+  batch.add(tensor(v).flip(0), r_flip(v, {0}));
   const Ref one = random_ref({1, 3, 1}, 12);
-  expect_ref(tensor(one).flip({0, 2}), one);
+  batch.add(tensor(one).flip({0, 2}), one);
+  batch.check();
 }
 
 TEST_P(ViewsTest, SizeZeroViews) {
+  Batch batch;
   const Ref e{{3, 0}, {}};
   Tensor t = tensor(e);
   expect_ref(t.permute({1, 0}), r_permute(e, {1, 0}));
-  expect_ref(t.flip(0), e);
-  expect_ref(t.expand({2, 3, 0}), r_expand(e, {2, 3, 0}));
+  batch.add(t.flip(0), e);
+  batch.add(t.expand({2, 3, 0}), r_expand(e, {2, 3, 0}));
   // Padding an empty tensor gives a tensor of only padding.
-  expect_ref(t.permute({1, 0}).pad({{1, 1}, {0, 0}}, 4.0),
-             r_pad(r_permute(e, {1, 0}), {{1, 1}, {0, 0}}, 4));
+  batch.add(t.permute({1, 0}).pad({{1, 1}, {0, 0}}, 4.0),
+            r_pad(r_permute(e, {1, 0}), {{1, 1}, {0, 0}}, 4));
   const Ref x = random_ref({4, 3}, 13);
-  expect_ref(tensor(x).shrink({{1, 1}, {0, 3}}).pad({{2, 0}, {0, 0}}, 1.0),
-             r_pad(r_shrink(x, {{1, 1}, {0, 3}}), {{2, 0}, {0, 0}}, 1));
+  batch.add(tensor(x).shrink({{1, 1}, {0, 3}}).pad({{2, 0}, {0, 0}}, 1.0),
+            r_pad(r_shrink(x, {{1, 1}, {0, 3}}), {{2, 0}, {0, 0}}, 1));
+  batch.check();
 }
 
 // ---- unsafe pads: an op after pad sees the pad value, an op before it does not ---------------
 
 TEST_P(ViewsTest, PadAndExp2CommuteOnlyAsTheyShould) {
+  Batch batch;
   const Ref x = random_ref({3, 4}, 14);
   const PadList p = {{1, 1}, {2, 0}};
   Tensor t = tensor(x);
@@ -272,27 +352,27 @@ TEST_P(ViewsTest, PadAndExp2CommuteOnlyAsTheyShould) {
   // exp2 then pad: the pad region is 0.
   expect_ref(t.exp2().pad(p), r_pad(r_map(x, exp2), p, 0), dtypes::float32, rtol);
   // pad then exp2: the pad region is exp2(0) = 1, and exp2(3) = 8 with value 3.
-  expect_ref(t.pad(p).exp2(), r_map(r_pad(x, p, 0), exp2), dtypes::float32, rtol);
-  expect_ref(t.pad(p, 3.0).exp2(), r_map(r_pad(x, p, 3), exp2), dtypes::float32, rtol);
+  batch.add(t.pad(p).exp2(), r_map(r_pad(x, p, 0), exp2), dtypes::float32, rtol);
+  batch.add(t.pad(p, 3.0).exp2(), r_map(r_pad(x, p, 3), exp2), dtypes::float32, rtol);
   // log2, reciprocal and comparisons of a zero pad are not zero.
   const Ref pos = random_ref({3, 4}, 15, 0.5, 4);
-  expect_ref(tensor(pos).pad(p).log2(),
-             r_map(r_pad(pos, p, 0), [](double v) { return f32(std::log2(v)); }), dtypes::float32,
-             rtol);
-  expect_ref(tensor(pos).pad(p).reciprocal(),
-             r_map(r_pad(pos, p, 0), [](double v) { return f32(1 / v); }), dtypes::float32, rtol);
-  expect_ref(tensor(x).pad(p) == 0.0,
-             r_map(r_pad(x, p, 0), [](double v) { return v == 0 ? 1.0 : 0.0; }), dtypes::bool_);
+  batch.add(tensor(pos).pad(p).log2(),
+            r_map(r_pad(pos, p, 0), [](double v) { return f32(std::log2(v)); }), dtypes::float32,
+            rtol);
+  batch.add(tensor(pos).pad(p).reciprocal(),
+            r_map(r_pad(pos, p, 0), [](double v) { return f32(1 / v); }), dtypes::float32, rtol);
+  batch.add(tensor(x).pad(p) == 0.0,
+            r_map(r_pad(x, p, 0), [](double v) { return v == 0 ? 1.0 : 0.0; }), dtypes::bool_);
   // Reductions over padded unsafe ops count the pad region: each row gains 2 ones.
-  expect_ref(t.pad({{0, 0}, {1, 1}}).exp2().sum(1),
-             r_sum(r_map(r_pad(x, {{0, 0}, {1, 1}}, 0), exp2), 1), dtypes::float32, rtol);
-  expect_ref(t.exp2().pad({{0, 0}, {1, 1}}).sum(1), r_sum(r_map(x, exp2), 1), dtypes::float32,
-             rtol);
+  batch.add(t.pad({{0, 0}, {1, 1}}).exp2().sum(1),
+            r_sum(r_map(r_pad(x, {{0, 0}, {1, 1}}, 0), exp2), 1), dtypes::float32, rtol);
+  batch.add(t.exp2().pad({{0, 0}, {1, 1}}).sum(1), r_sum(r_map(x, exp2), 1), dtypes::float32, rtol);
   // max over a -inf pad ignores it; over a 0 pad it does not.
   const Ref neg = random_ref({2, 3}, 16, -5, -1);
-  expect_ref(tensor(neg).pad({{0, 0}, {1, 0}}, -kInf).max(1),
-             r_reduce(neg, 1, false, -kInf, [](double a, double b) { return std::max(a, b); }));
-  expect_ref(tensor(neg).pad({{0, 0}, {1, 0}}).max(1), Ref{{2}, {0, 0}});
+  batch.add(tensor(neg).pad({{0, 0}, {1, 0}}, -kInf).max(1),
+            r_reduce(neg, 1, false, -kInf, [](double a, double b) { return std::max(a, b); }));
+  batch.add(tensor(neg).pad({{0, 0}, {1, 0}}).max(1), Ref{{2}, {0, 0}});
+  batch.check();
 }
 
 // ---- chains ---------------------------------------------------------------------------------
@@ -312,21 +392,24 @@ struct Chain1 {
 };
 
 TEST_P(ViewsTest, PermutePadFlipReshapeMulExpandSum) {
+  Batch batch;
   const Ref x = random_ref({2, 3, 4}, 17), y = random_ref({1, 6}, 18);
   const Ref e = Chain1::ref(x, y);
   // Each output sums 15 products of magnitude < 4: any order is within 15 * 2^-24 * 60.
   const double atol = 15 * 6e-8 * 60;
   expect_ref(Chain1::build(tensor(x), tensor(y)), e, dtypes::float32, 0, atol);
-  expect_ref(Chain1::build(lazy(x), lazy(y)), e, dtypes::float32, 0, atol);
-  expect_ref(Chain1::build(lazy(x).contiguous(), tensor(y).contiguous()), e, dtypes::float32, 0,
-             atol);
+  batch.add(Chain1::build(lazy(x), lazy(y)), e, dtypes::float32, 0, atol);
+  batch.add(Chain1::build(lazy(x).contiguous(), tensor(y).contiguous()), e, dtypes::float32, 0,
+            atol);
   // A materialized intermediate in the middle of the chain changes nothing.
   Tensor mid = tensor(x).permute({2, 0, 1}).pad({{1, 0}, {0, 1}, {2, 1}}).contiguous();
-  expect_ref((mid.flip({0, 2}).reshape({15, 6}) * tensor(y).expand({15, 6})).sum(0), e,
-             dtypes::float32, 0, atol);
+  batch.add((mid.flip({0, 2}).reshape({15, 6}) * tensor(y).expand({15, 6})).sum(0), e,
+            dtypes::float32, 0, atol);
+  batch.check();
 }
 
 TEST_P(ViewsTest, ShrinkReshapeTransposeAddMax) {
+  Batch batch;
   const Ref x = random_ref({6, 10}, 19), z = random_ref({6, 1, 2}, 20);
   auto build = [](const Tensor& a, const Tensor& b) {
     return (a.shrink({{1, 5}, {2, 8}}).reshape({2, 2, 6}).transpose(0, 2) + b).max(1);
@@ -337,11 +420,13 @@ TEST_P(ViewsTest, ShrinkReshapeTransposeAddMax) {
                1, false, -kInf, [](double p, double q) { return std::max(p, q); });
   ASSERT_EQ(e.shape, (Shape{6, 2}));
   expect_ref(build(tensor(x), tensor(z)), e);
-  expect_ref(build(lazy(x), lazy(z)), e);
-  expect_ref(build(tensor(x).contiguous(), lazy(z).contiguous()), e);
+  batch.add(build(lazy(x), lazy(z)), e);
+  batch.add(build(tensor(x).contiguous(), lazy(z).contiguous()), e);
+  batch.check();
 }
 
 TEST_P(ViewsTest, ViewsOfComputedTensors) {
+  Batch batch;
   // Movement ops applied to elementwise results, then more elementwise work and a reduction.
   const Ref a = random_ref({3, 5}, 21), b = random_ref({5}, 22);
   auto build = [](const Tensor& ta, const Tensor& tb) {
@@ -356,27 +441,30 @@ TEST_P(ViewsTest, ViewsOfComputedTensors) {
                       1, true);
   const double atol = 3 * 6e-8 * 20;
   expect_ref(build(tensor(a), tensor(b)), e, dtypes::float32, 0, atol);
-  expect_ref(build(lazy(a), lazy(b)), e, dtypes::float32, 0, atol);
+  batch.add(build(lazy(a), lazy(b)), e, dtypes::float32, 0, atol);
+  batch.check();
 }
 
 TEST_P(ViewsTest, ReduceThenView) {
+  Batch batch;
   const Ref x = random_ref({4, 3}, 23);
   Tensor t = tensor(x);
   // Centering: x - mean over axis 1 (sum / 3) broadcast back with expand.
   const Ref s = r_sum(x, 1, true);
   const double atol = 3 * 6e-8 * 6;
   expect_ref(t.sum(1, true).expand({4, 3}), r_expand(s, {4, 3}), dtypes::float32, 0, atol);
-  expect_ref(t - t.sum(1, true).expand({4, 3}) / 3.0,
-             r_zip(x, s, [](double p, double q) { return f32(p - f32(q / 3)); }), dtypes::float32,
-             0, 2 * atol);
+  batch.add(t - t.sum(1, true).expand({4, 3}) / 3.0,
+            r_zip(x, s, [](double p, double q) { return f32(p - f32(q / 3)); }), dtypes::float32, 0,
+            2 * atol);
   // A reduced tensor permuted, flipped and padded.
   const Ref m = r_reduce(x, 0, false, -kInf, [](double p, double q) { return std::max(p, q); });
-  expect_ref(t.max(0).flip(0).reshape({3, 1}).pad({{1, 0}, {0, 2}}, -1.0),
-             r_pad(r_reshape(r_flip(m, {0}), {3, 1}), {{1, 0}, {0, 2}}, -1));
+  batch.add(t.max(0).flip(0).reshape({3, 1}).pad({{1, 0}, {0, 2}}, -1.0),
+            r_pad(r_reshape(r_flip(m, {0}), {3, 1}), {{1, 0}, {0, 2}}, -1));
   // Expand then reduce: every column repeats x.
   const Ref c = random_ref({3, 1}, 24);
-  expect_ref(tensor(c).expand({3, 5}).sum(1),
-             r_map(r_reshape(c, {3}), [](double v) { return 5 * v; }), dtypes::float32, 3e-7);
+  batch.add(tensor(c).expand({3, 5}).sum(1),
+            r_map(r_reshape(c, {3}), [](double v) { return 5 * v; }), dtypes::float32, 3e-7);
+  batch.check();
 }
 
 TEST_P(ViewsTest, RealizedAndLazyInputsGiveIdenticalViews) {
@@ -425,14 +513,16 @@ TEST_P(ViewsTest, MovementChainOfRealizedInputsIsOneKernel) {
 }
 
 TEST_P(ViewsTest, InverseViewsRoundTrip) {
+  Batch batch;
   const Ref x = random_ref({3, 5}, 28);
   Tensor t = tensor(x);
   expect_ref(t.pad({{2, 1}, {0, 3}}, 9.0).shrink({{2, 5}, {0, 5}}), x);
-  expect_ref(t.flip(0).flip(0), x);
-  expect_ref(t.permute({1, 0}).reshape({5, 3}).permute({1, 0}), x);
-  expect_ref(t.reshape({15}).reshape({5, 3}).reshape({3, 5}), x);
-  expect_ref(
-      t.reshape({3, 1, 5}).expand({3, 4, 5}).shrink({{0, 3}, {2, 3}, {0, 5}}).reshape({3, 5}), x);
+  batch.add(t.flip(0).flip(0), x);
+  batch.add(t.permute({1, 0}).reshape({5, 3}).permute({1, 0}), x);
+  batch.add(t.reshape({15}).reshape({5, 3}).reshape({3, 5}), x);
+  batch.add(t.reshape({3, 1, 5}).expand({3, 4, 5}).shrink({{0, 3}, {2, 3}, {0, 5}}).reshape({3, 5}),
+            x);
+  batch.check();
 }
 
 TEST_P(ViewsTest, IntegerViewsAndReductions) {

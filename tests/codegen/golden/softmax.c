@@ -1,0 +1,169 @@
+#include <stdint.h>
+typedef _Bool bool_t;
+static inline float vkg_h2f(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) u = s;
+    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else if (e == 31) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112) << 23) | (m << 13);
+  float f; __builtin_memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t vkg_f2h(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return (uint16_t)s;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return (uint16_t)(s | r);
+  }
+  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(s | h);
+}
+static inline float vkg_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline uint16_t vkg_f2bf(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
+  float* restrict data0 = (float*)bufs[0];
+  const float* restrict data1 = (const float*)bufs[1];
+  (void)vars;
+  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {
+    int64_t v0 = (gidx0 * 10ll);
+    float acc0;
+    acc0 = (-__builtin_inff());
+    for (int64_t ridx1 = 0; ridx1 < 10; ridx1++) {
+      int64_t v1 = (v0 + ridx1);
+      float v2 = data1[v1];
+      acc0 = vkg_maxf(acc0, v2);
+    }
+    float red0;
+    red0 = (-__builtin_inff());
+    red0 = vkg_maxf(red0, acc0);
+    data0[gidx0] = red0;
+  }
+}
+#include <stdint.h>
+typedef _Bool bool_t;
+static inline float vkg_h2f(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) u = s;
+    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else if (e == 31) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112) << 23) | (m << 13);
+  float f; __builtin_memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t vkg_f2h(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return (uint16_t)s;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return (uint16_t)(s | r);
+  }
+  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(s | h);
+}
+static inline float vkg_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline uint16_t vkg_f2bf(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
+  float* restrict data0 = (float*)bufs[0];
+  const float* restrict data1 = (const float*)bufs[1];
+  const float* restrict data2 = (const float*)bufs[2];
+  (void)vars;
+  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {
+    int64_t v0 = (gidx0 * 10ll);
+    float v1 = data2[gidx0];
+    float acc0;
+    acc0 = 0x0p+0f;
+    for (int64_t ridx1 = 0; ridx1 < 10; ridx1++) {
+      int64_t v2 = (v0 + ridx1);
+      float v3 = data1[v2];
+      float v4 = (v3 - v1);
+      float v5 = (v4 * 0x1.715476p+0f);
+      float v6 = __builtin_exp2f(v5);
+      acc0 = (acc0 + v6);
+    }
+    float red0;
+    red0 = 0x0p+0f;
+    red0 = (red0 + acc0);
+    data0[gidx0] = red0;
+  }
+}
+#include <stdint.h>
+typedef _Bool bool_t;
+static inline float vkg_h2f(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) u = s;
+    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else if (e == 31) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112) << 23) | (m << 13);
+  float f; __builtin_memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t vkg_f2h(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return (uint16_t)s;
+    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
+    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return (uint16_t)(s | r);
+  }
+  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(s | h);
+}
+static inline float vkg_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline uint16_t vkg_f2bf(float f) {
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+void E_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
+  float* restrict data0 = (float*)bufs[0];
+  const float* restrict data1 = (const float*)bufs[1];
+  const float* restrict data2 = (const float*)bufs[2];
+  const float* restrict data3 = (const float*)bufs[3];
+  (void)vars;
+  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {
+    for (int64_t gidx1 = 0; gidx1 < 10; gidx1++) {
+      int64_t v0 = (gidx0 * 10ll);
+      int64_t v1 = (v0 + gidx1);
+      float v2 = data1[v1];
+      float v3 = data2[gidx0];
+      float v4 = (v2 - v3);
+      float v5 = (v4 * 0x1.715476p+0f);
+      float v6 = __builtin_exp2f(v5);
+      float v7 = data3[gidx0];
+      float v8 = (v6 / v7);
+      data0[v1] = v8;
+    }
+  }
+}
