@@ -33,10 +33,10 @@ struct Int2 {
 
 // What a realize would run: one entry per kernel (Tensor::schedule()).
 struct KernelInfo {
-  std::string name;          // e.g. "E_25_4", "r_16_32"
-  std::string device;        // "CPU", "VULKAN"
-  int64_t num_buffers = 0;   // output first, then inputs
-  Shape global_size;         // the kernel's output (global) axes
+  std::string name;         // e.g. "E_25_4", "r_16_32"
+  std::string device;       // "CPU", "VULKAN"
+  int64_t num_buffers = 0;  // output first, then inputs
+  Shape global_size;        // the kernel's output (global) axes
 };
 
 // The host type that holds one element of `dtype` in from_vector / to_vector / item.
@@ -103,7 +103,8 @@ class Tensor {
   Tensor ones_like() const;
   Tensor full_like(double value) const;
   // Integers give int32, doubles float32 (unless dtype says otherwise).
-  static Tensor arange(int64_t stop, std::optional<DType> dtype = {}, const std::string& device = {});
+  static Tensor arange(int64_t stop, std::optional<DType> dtype = {},
+                       const std::string& device = {});
   static Tensor arange(int start, int stop, int step = 1, std::optional<DType> dtype = {},
                        const std::string& device = {});
   static Tensor arange(int64_t start, int64_t stop, int64_t step = 1,
@@ -212,13 +213,13 @@ class Tensor {
   Tensor square() const;
 
   // ---- reductions ---------------------------------------------------------------------------
-#define VKGRAD_REDUCTION(NAME)                                                     \
-  Tensor NAME() const;                                                             \
-  Tensor NAME(int axis, bool keepdim = false) const;                               \
-  Tensor NAME(const std::vector<int>& axes, bool keepdim = false) const;             \
-  /* {} and {0, 1} pick this (an empty list reduces every axis, never axis 0) */     \
-  Tensor NAME(std::initializer_list<int> axes, bool keepdim = false) const {         \
-    return NAME(std::vector<int>(axes), keepdim);                                    \
+#define VKGRAD_REDUCTION(NAME)                                                   \
+  Tensor NAME() const;                                                           \
+  Tensor NAME(int axis, bool keepdim = false) const;                             \
+  Tensor NAME(const std::vector<int>& axes, bool keepdim = false) const;         \
+  /* {} and {0, 1} pick this (an empty list reduces every axis, never axis 0) */ \
+  Tensor NAME(std::initializer_list<int> axes, bool keepdim = false) const {     \
+    return NAME(std::vector<int>(axes), keepdim);                                \
   }
   VKGRAD_REDUCTION(sum)
   VKGRAD_REDUCTION(mean)
@@ -243,7 +244,7 @@ class Tensor {
   Tensor reshape(Shape shape) const;  // one -1 allowed
   Tensor permute(std::vector<int> order) const;
   Tensor transpose(int a = -2, int b = -1) const;
-  Tensor T() const;  // 2-D transpose
+  Tensor T() const;                  // 2-D transpose
   Tensor expand(Shape shape) const;  // -1 keeps a dimension
   Tensor pad(const PadList& padding, double value = 0.0) const;
   Tensor shrink(const PadList& bounds) const;
@@ -297,8 +298,8 @@ class Tensor {
  private:
   std::shared_ptr<Impl> impl_;
   static Tensor bool_scalar(bool v);
-  static Tensor from_host(const void* data, size_t count, DType host_dtype, bool raw16,
-                          Shape shape, std::optional<DType> dtype, const std::string& device);
+  static Tensor from_host(const void* data, size_t count, DType host_dtype, bool raw16, Shape shape,
+                          std::optional<DType> dtype, const std::string& device);
   void copy_out(void* dst, size_t count, DType host_dtype, bool raw16, const char* what) const;
 };
 
@@ -335,16 +336,26 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 namespace detail {
 template <class T>
 constexpr DType natural_dtype() {
-  if constexpr (std::is_same_v<T, bool>) return dtypes::bool_;
-  else if constexpr (std::is_same_v<T, float>) return dtypes::float32;
-  else if constexpr (std::is_same_v<T, double>) return dtypes::float64;
-  else if constexpr (std::is_same_v<T, int8_t>) return dtypes::int8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return dtypes::uint8;
-  else if constexpr (std::is_same_v<T, int16_t>) return dtypes::int16;
-  else if constexpr (std::is_same_v<T, uint16_t>) return dtypes::uint16;
-  else if constexpr (std::is_same_v<T, int32_t>) return dtypes::int32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return dtypes::uint32;
-  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, long long>) return dtypes::int64;
+  if constexpr (std::is_same_v<T, bool>)
+    return dtypes::bool_;
+  else if constexpr (std::is_same_v<T, float>)
+    return dtypes::float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return dtypes::float64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return dtypes::int8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return dtypes::uint8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return dtypes::int16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return dtypes::uint16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return dtypes::int32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return dtypes::uint32;
+  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, long long>)
+    return dtypes::int64;
   else if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, unsigned long long>)
     return dtypes::uint64;
   else
@@ -362,8 +373,8 @@ constexpr bool host_type_matches(DType dtype) {
 template <class E>
 Tensor Tensor::from_vector(std::span<const E> data, Shape shape, std::optional<DType> dtype,
                            const std::string& device) {
-  return from_host(data.data(), data.size(), detail::natural_dtype<E>(), std::is_same_v<E, uint16_t>,
-                   std::move(shape), dtype, device);
+  return from_host(data.data(), data.size(), detail::natural_dtype<E>(),
+                   std::is_same_v<E, uint16_t>, std::move(shape), dtype, device);
 }
 
 template <class E>
@@ -376,8 +387,9 @@ std::vector<E> Tensor::to_vector() const {
 
 template <class E>
 E Tensor::item() const {
-  if (numel() != 1) throw ShapeError("item: tensor of " + std::to_string(numel()) +
-                                     " elements, expected exactly 1");
+  if (numel() != 1)
+    throw ShapeError("item: tensor of " + std::to_string(numel()) +
+                     " elements, expected exactly 1");
   E out{};
   copy_out(&out, 1, detail::natural_dtype<E>(), std::is_same_v<E, uint16_t>, "item");
   return out;

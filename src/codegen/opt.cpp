@@ -97,12 +97,14 @@ UOp apply_optimizations(const UOp& ast) {
     // another reused axis by 4.
     if (!info.globals.empty()) {
       const UOp& last = info.globals.back();
-      if (const int64_t f = pick_factor(range_size(last), {16, 8}); f > 1 && has_reuse(info, last)) {
+      if (const int64_t f = pick_factor(range_size(last), {16, 8});
+          f > 1 && has_reuse(info, last)) {
         split(last, f, AxisType::upcast);
         upcasted *= f;
       }
       for (auto it = info.globals.rbegin() + 1; it < info.globals.rend() && upcasted > 1; ++it)
-        if (const int64_t f = pick_factor(range_size(*it), {8, 4, 2}); f > 1 && has_reuse(info, *it)) {
+        if (const int64_t f = pick_factor(range_size(*it), {8, 4, 2});
+            f > 1 && has_reuse(info, *it)) {
           split(*it, f, AxisType::upcast);
           upcasted *= f;
           break;

@@ -14,7 +14,8 @@ Program codegen_c(const UOp& ast, const CodegenOptions& options) {
   p.name = kernel_name(k);                           // 3. E_/r_ name from the final axes
   p.source = render_c(k, p.name, &p.parallel_size);  // 4. linearize into loops and render C
   for (const UOp& u : toposort(k))
-    if (u.op() == Ops::DEFINE_GLOBAL) p.num_buffers = std::max<int>(p.num_buffers, u.arg_as<int64_t>() + 1);
+    if (u.op() == Ops::DEFINE_GLOBAL)
+      p.num_buffers = std::max<int>(p.num_buffers, u.arg_as<int64_t>() + 1);
   p.uops = toposort(k);
   return p;
 }

@@ -10,8 +10,8 @@ namespace vkgrad {
 Program codegen_c(const UOp& ast, const CodegenOptions& options);
 
 // The passes, exposed for tests.
-UOp simplify_indices(const UOp& ast);           // symbolic simplification of index/valid math
-UOp apply_optimizations(const UOp& ast);        // upcast output axes, split reduce accumulators
+UOp simplify_indices(const UOp& ast);     // symbolic simplification of index/valid math
+UOp apply_optimizations(const UOp& ast);  // upcast output axes, split reduce accumulators
 std::string render_c(const UOp& ast, const std::string& name, int64_t* parallel_size);
 std::string kernel_name(const UOp& ast);
 

@@ -75,21 +75,33 @@ bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dt
 // The C type values of `d` are computed in (half floats compute in float).
 std::string ctype(DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::bool_: return "bool_t";
-    case ScalarType::int8: return "int8_t";
-    case ScalarType::uint8: return "uint8_t";
-    case ScalarType::int16: return "int16_t";
-    case ScalarType::uint16: return "uint16_t";
-    case ScalarType::int32: return "int32_t";
-    case ScalarType::uint32: return "uint32_t";
+    case ScalarType::bool_:
+      return "bool_t";
+    case ScalarType::int8:
+      return "int8_t";
+    case ScalarType::uint8:
+      return "uint8_t";
+    case ScalarType::int16:
+      return "int16_t";
+    case ScalarType::uint16:
+      return "uint16_t";
+    case ScalarType::int32:
+      return "int32_t";
+    case ScalarType::uint32:
+      return "uint32_t";
     case ScalarType::int64:
-    case ScalarType::index: return "int64_t";
-    case ScalarType::uint64: return "uint64_t";
+    case ScalarType::index:
+      return "int64_t";
+    case ScalarType::uint64:
+      return "uint64_t";
     case ScalarType::float16:
     case ScalarType::bfloat16:
-    case ScalarType::float32: return "float";
-    case ScalarType::float64: return "double";
-    default: throw InternalError("render_c: no C type for " + d.name());
+    case ScalarType::float32:
+      return "float";
+    case ScalarType::float64:
+      return "double";
+    default:
+      throw InternalError("render_c: no C type for " + d.name());
   }
 }
 // The C type values of `d` are stored in.
@@ -97,11 +109,16 @@ std::string storage_type(DType d) { return is_half(d) ? "uint16_t" : ctype(d); }
 // The unsigned twin of a signed integer type (for wrapping arithmetic).
 std::string utype(DType d) {
   switch (d.scalar_type()) {
-    case ScalarType::int8: return "uint8_t";
-    case ScalarType::int16: return "uint16_t";
-    case ScalarType::int32: return "uint32_t";
-    case ScalarType::int64: return "uint64_t";
-    default: return ctype(d);
+    case ScalarType::int8:
+      return "uint8_t";
+    case ScalarType::int16:
+      return "uint16_t";
+    case ScalarType::int32:
+      return "uint32_t";
+    case ScalarType::int64:
+      return "uint64_t";
+    default:
+      return ctype(d);
   }
 }
 bool is_signed_int(DType d) { return d.is_int() && !d.is_unsigned() && d != dtypes::index; }
@@ -130,14 +147,17 @@ std::string const_literal(const UOp& c) {
 
 std::string reduce_identity(Ops op, DType d) {
   switch (op) {
-    case Ops::ADD: return d.is_float() ? float_literal(0.0, d) : "0";
-    case Ops::MUL: return d.is_float() ? float_literal(1.0, d) : "1";
+    case Ops::ADD:
+      return d.is_float() ? float_literal(0.0, d) : "0";
+    case Ops::MUL:
+      return d.is_float() ? float_literal(1.0, d) : "1";
     case Ops::MAX:
       if (d.is_float()) return float_literal(-INFINITY, d);
       if (d.is_bool() || d.is_unsigned()) return "0";
       if (d.scalar() == dtypes::int64) return "((int64_t)(-9223372036854775807ll-1))";
       return fmt::format("(({}){})", ctype(d), dtypes::min_int(d));
-    default: throw InternalError(fmt::format("render_c: no identity for REDUCE {}", op_name(op)));
+    default:
+      throw InternalError(fmt::format("render_c: no identity for REDUCE {}", op_name(op)));
   }
 }
 
@@ -156,49 +176,71 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
     return fmt::format("__builtin_{}{}({})", name, f64 ? "" : "f", s[0]);
   };
   switch (op) {
-    case Ops::ADD: return wrapped("+");
-    case Ops::SUB: return wrapped("-");
-    case Ops::MUL: return wrapped("*");
+    case Ops::ADD:
+      return wrapped("+");
+    case Ops::SUB:
+      return wrapped("-");
+    case Ops::MUL:
+      return wrapped("*");
     case Ops::NEG:
       if (d.is_bool()) return fmt::format("(!{})", s[0]);
       if (d.is_int()) return fmt::format("(({})(0 - ({}){}))", T, utype(d), s[0]);
       return fmt::format("(-{})", s[0]);
-    case Ops::FDIV: return fmt::format("({} / {})", s[0], s[1]);
+    case Ops::FDIV:
+      return fmt::format("({} / {})", s[0], s[1]);
     case Ops::IDIV:
     case Ops::MOD: {
       const char* o = op == Ops::IDIV ? "/" : "%";
       const bool safe_const = divisor && divisor->is_const() && !divisor->is_const(0) &&
                               !(is_signed_int(d) && divisor->is_const(-1));
-      if (safe_const || d == dtypes::index) return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
+      if (safe_const || d == dtypes::index)
+        return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
       // Division by zero gives 0; MIN / -1 wraps (x86 would trap on both).
       if (is_signed_int(d))
         return op == Ops::IDIV
-                   ? fmt::format("({1} == 0 ? ({2})0 : {1} == -1 ? ({2})(0 - ({3}){0}) : ({2})({0} / {1}))",
-                                 s[0], s[1], T, utype(d))
-                   : fmt::format("({1} == 0 || {1} == -1 ? ({2})0 : ({2})({0} % {1}))", s[0], s[1], T);
+                   ? fmt::format(
+                         "({1} == 0 ? ({2})0 : {1} == -1 ? ({2})(0 - ({3}){0}) : ({2})({0} / {1}))",
+                         s[0], s[1], T, utype(d))
+                   : fmt::format("({1} == 0 || {1} == -1 ? ({2})0 : ({2})({0} % {1}))", s[0], s[1],
+                                 T);
       return fmt::format("({1} == 0 ? ({2})0 : ({2})({0} {3} {1}))", s[0], s[1], T, o);
     }
     case Ops::MAX:
       if (d.is_bool()) return fmt::format("({} | {})", s[0], s[1]);
       if (d.is_float()) return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
       return fmt::format("({0} > {1} ? {0} : {1})", s[0], s[1]);
-    case Ops::CMPLT: return fmt::format("({} < {})", s[0], s[1]);
-    case Ops::CMPNE: return fmt::format("({} != {})", s[0], s[1]);
-    case Ops::CMPEQ: return fmt::format("({} == {})", s[0], s[1]);
-    case Ops::AND: return fmt::format("(({})({} & {}))", T, s[0], s[1]);
-    case Ops::OR: return fmt::format("(({})({} | {}))", T, s[0], s[1]);
-    case Ops::XOR: return fmt::format("(({})({} ^ {}))", T, s[0], s[1]);
+    case Ops::CMPLT:
+      return fmt::format("({} < {})", s[0], s[1]);
+    case Ops::CMPNE:
+      return fmt::format("({} != {})", s[0], s[1]);
+    case Ops::CMPEQ:
+      return fmt::format("({} == {})", s[0], s[1]);
+    case Ops::AND:
+      return fmt::format("(({})({} & {}))", T, s[0], s[1]);
+    case Ops::OR:
+      return fmt::format("(({})({} | {}))", T, s[0], s[1]);
+    case Ops::XOR:
+      return fmt::format("(({})({} ^ {}))", T, s[0], s[1]);
     case Ops::SHL:
       return fmt::format("(({})(({}){} << {}))", T, utype(d), s[0], s[1]);
-    case Ops::SHR: return fmt::format("(({})({} >> {}))", T, s[0], s[1]);
-    case Ops::WHERE: return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
-    case Ops::EXP2: return fn("exp2");
-    case Ops::LOG2: return fn("log2");
-    case Ops::SIN: return fn("sin");
-    case Ops::SQRT: return fn("sqrt");
-    case Ops::TRUNC: return fn("trunc");
-    case Ops::RECIPROCAL: return fmt::format("({} / {})", float_literal(1.0, d), s[0]);
-    default: throw InternalError(fmt::format("render_c: no C form for {}", op_name(op)));
+    case Ops::SHR:
+      return fmt::format("(({})({} >> {}))", T, s[0], s[1]);
+    case Ops::WHERE:
+      return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
+    case Ops::EXP2:
+      return fn("exp2");
+    case Ops::LOG2:
+      return fn("log2");
+    case Ops::SIN:
+      return fn("sin");
+    case Ops::SQRT:
+      return fn("sqrt");
+    case Ops::TRUNC:
+      return fn("trunc");
+    case Ops::RECIPROCAL:
+      return fmt::format("({} / {})", float_literal(1.0, d), s[0]);
+    default:
+      throw InternalError(fmt::format("render_c: no C form for {}", op_name(op)));
   }
 }
 
@@ -228,9 +270,8 @@ class CRenderer {
     std::vector<UOp> globals;
     for (const UOp& u : topo_)
       if (u.op() == Ops::DEFINE_GLOBAL) globals.push_back(u);
-    std::sort(globals.begin(), globals.end(), [](const UOp& a, const UOp& b) {
-      return a.arg_as<int64_t>() < b.arg_as<int64_t>();
-    });
+    std::sort(globals.begin(), globals.end(),
+              [](const UOp& a, const UOp& b) { return a.arg_as<int64_t>() < b.arg_as<int64_t>(); });
     for (const UOp& g : globals) {
       const int64_t slot = g.arg_as<int64_t>();
       body += fmt::format("  {}{}* restrict data{} = ({}{}*)bufs[{}];\n", slot ? "const " : "",
@@ -260,7 +301,8 @@ class CRenderer {
     std::vector<UOp> roots{store};
     for (const UOp& u : topo_)
       if (u.op() == Ops::REDUCE) roots.push_back(u.src(0));
-    const auto head = needed(roots, [&](const UOp& u) { return in_head(u); }, true);
+    const auto head = needed(
+        roots, [&](const UOp& u) { return in_head(u); }, true);
     emit_nodes(head, depth, body, head_names_);
     // Reductions.
     for (const UOp& u : topo_)
@@ -272,13 +314,14 @@ class CRenderer {
     int d = depth;
     for (const UOp& r : ups) {
       body += kUnroll;
-      body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(d),
-                          name_of(r), size_of(r));
+      body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(d), name_of(r),
+                          size_of(r));
       ++d;
     }
     (void)up;
     std::unordered_map<const UOpNode*, std::string> names = head_names_;
-    const auto epi = needed({store}, [&](const UOp& u) { return !in_head(u); }, false);
+    const auto epi = needed(
+        {store}, [&](const UOp& u) { return !in_head(u); }, false);
     emit_nodes(epi, d, body, names);
     const UOp& index = store.src(0);
     const UOp& buf = index.src(0);
@@ -289,8 +332,9 @@ class CRenderer {
     body += fmt::format("{}data{}[{}] = {};\n", ind(d), buf.arg_as<int64_t>(),
                         operand(index.src(1), names), value);
     for (int i = d - 1; i >= 1; --i) body += fmt::format("{}}}\n", ind(i));
-    return fmt::format("{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-                       kPrelude, name_, body);
+    return fmt::format(
+        "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
+        kPrelude, name_, body);
   }
 
  private:
@@ -311,7 +355,8 @@ class CRenderer {
       }
       if (u.op() == Ops::REDUCE) {
         uint64_t own = 0;
-        for (size_t i = 1; i < u.src().size(); ++i) own |= uint64_t{1} << u.src(i).arg_as<AxisArg>().id;
+        for (size_t i = 1; i < u.src().size(); ++i)
+          own |= uint64_t{1} << u.src(i).arg_as<AxisArg>().id;
         m &= ~own;
         reduce_mask_[u.get()] = own;
       }
@@ -408,7 +453,8 @@ class CRenderer {
     if (u.op() == Ops::LOAD) {
       const UOp& idx = u.src(0);
       const DType d = u.dtype();
-      std::string x = fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
+      std::string x =
+          fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
       if (d.scalar() == dtypes::float16) x = fmt::format("vkg_h2f({})", x);
       if (d.scalar() == dtypes::bfloat16) x = fmt::format("vkg_bf2f({})", x);
       if (idx.src().size() > 2)
@@ -423,8 +469,9 @@ class CRenderer {
       std::string bits = s[0];
       if (from.scalar() == dtypes::float16) bits = fmt::format("vkg_f2h({})", bits);
       if (from.scalar() == dtypes::bfloat16) bits = fmt::format("vkg_f2bf({})", bits);
-      std::string r = fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
-                                  storage_type(from), bits, storage_type(to));
+      std::string r =
+          fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
+                      storage_type(from), bits, storage_type(to));
       if (to.scalar() == dtypes::float16) r = fmt::format("vkg_h2f({})", r);
       if (to.scalar() == dtypes::bfloat16) r = fmt::format("vkg_bf2f({})", r);
       return r;
@@ -473,8 +520,8 @@ class CRenderer {
     auto open = [&](const std::vector<UOp>& loops, int& dep) {
       for (const UOp& x : loops) {
         if (x.arg_as<AxisArg>().type != AxisType::reduce) out += kUnroll;
-        out += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(dep),
-                           name_of(x), size_of(x));
+        out += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(dep), name_of(x),
+                           size_of(x));
         ++dep;
       }
     };
@@ -492,7 +539,8 @@ class CRenderer {
     open(loops_reduce, dep);
     open(all, dep);
     std::unordered_map<const UOpNode*, std::string> names = head_names_;
-    const auto body = needed({r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
+    const auto body = needed(
+        {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
     emit_nodes(body, dep, out, names);
     const std::string cur = acc + dims_ref(all);
     out += fmt::format("{}{} = {};\n", ind(dep), cur,

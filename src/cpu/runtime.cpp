@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <thread>
+#include <unordered_map>
 #include <vkgrad/error.hpp>
 
 #include "codegen/pipeline.hpp"

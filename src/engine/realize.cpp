@@ -48,7 +48,8 @@ bool noopt() {
   return v;
 }
 
-// ---- devices --------------------------------------------------------------------------------------
+// ---- devices
+// --------------------------------------------------------------------------------------
 struct Devices {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Runtime>> open;
@@ -74,11 +75,13 @@ Runtime& runtime_of(const std::string& device) {
   throw DeviceError(fmt::format("unknown device '{}' (available: CPU)", device));
 }
 
-// ---- stats ----------------------------------------------------------------------------------------
+// ---- stats
+// ----------------------------------------------------------------------------------------
 std::mutex g_stats_mu;
 RuntimeStats g_stats;
 
-// ---- storage ----------------------------------------------------------------------------------------
+// ---- storage
+// ----------------------------------------------------------------------------------------
 struct Storage {
   Runtime* runtime = nullptr;
   void* handle = nullptr;
@@ -161,7 +164,8 @@ struct ScheduleCache {
 };
 constexpr size_t kMaxCachedSchedules = 4096;
 
-std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g, const std::string& device) {
+std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
+                                                const std::string& device) {
   ScheduleCache& cache = ScheduleCache::get();
   {
     std::lock_guard lock(cache.mu);
@@ -233,7 +237,8 @@ UOp view_of(const UOp& buffer, const Shape& shape) {
 
 }  // namespace
 
-// ---- public engine API ------------------------------------------------------------------------------
+// ---- public engine API
+// ------------------------------------------------------------------------------
 std::string canonical_device(const std::string& device) {
   if (device.empty()) return vkgrad::default_device();
   std::string d = upper(device);
@@ -277,7 +282,8 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
   const std::string device = devices[where[0]];
   for (size_t i : where)
     if (devices[i] != device)
-      throw DeviceError(fmt::format("realize: tensors on {} and {} in one realize", device, devices[i]));
+      throw DeviceError(
+          fmt::format("realize: tensors on {} and {} in one realize", device, devices[i]));
 
   auto t0 = Clock::now();
   const NormalizedGraph g = normalize_graph(todo);
@@ -292,8 +298,12 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
   for (size_t b = 0; b < sched.buffers.size(); ++b) {
     const ScheduleBuffer& sb = sched.buffers[b];
     switch (sb.kind) {
-      case ScheduleBuffer::Kind::input: handles[b] = storage_of(g.inputs[sb.index]).handle; break;
-      case ScheduleBuffer::Kind::intermediate: handles[b] = cs->arena[sb.index]; break;
+      case ScheduleBuffer::Kind::input:
+        handles[b] = storage_of(g.inputs[sb.index]).handle;
+        break;
+      case ScheduleBuffer::Kind::intermediate:
+        handles[b] = cs->arena[sb.index];
+        break;
       case ScheduleBuffer::Kind::output: {
         UOp nb = new_buffer(sb.dtype, sb.count, device);
         handles[b] = storage_of(nb).handle;
@@ -349,14 +359,15 @@ std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
   const Schedule sched = build_schedule(g.key);
   std::vector<KernelInfo> out;
   for (const ScheduleKernel& k : sched.kernels)
-    out.push_back({kernel_name(k.ast), devices[0], static_cast<int64_t>(k.buffers.size()),
-                   k.global_shape});
+    out.push_back(
+        {kernel_name(k.ast), devices[0], static_cast<int64_t>(k.buffers.size()), k.global_shape});
   return out;
 }
 
 }  // namespace engine
 
-// ---- public device API ------------------------------------------------------------------------------
+// ---- public device API
+// ------------------------------------------------------------------------------
 std::string default_device() {
   engine::Devices& d = engine::Devices::get();
   {

@@ -53,8 +53,10 @@ UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
 
 UOp reduce_identity(Ops op, DType d) {
   switch (op) {
-    case Ops::ADD: return UOp::const_(d, int64_t{0});
-    case Ops::MUL: return UOp::const_(d, int64_t{1});
+    case Ops::ADD:
+      return UOp::const_(d, int64_t{0});
+    case Ops::MUL:
+      return UOp::const_(d, int64_t{1});
     default:  // MAX: the lowest value of the dtype
       if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
       if (d.is_bool()) return UOp::const_(d, false);
@@ -79,10 +81,13 @@ UOp lower_index(const Match& m) {
     return (valid == kTrue ? g.index(flat) : g.index(flat, valid)).load();
   }
   switch (n.op()) {
-    case Ops::CONST: return n;
-    case Ops::IOTA: return idx[0].cast(n.dtype());
+    case Ops::CONST:
+      return n;
+    case Ops::IOTA:
+      return idx[0].cast(n.dtype());
     case Ops::CONTIGUOUS:
-    case Ops::DETACH: return index_node(n.src(0), valid, idx);
+    case Ops::DETACH:
+      return index_node(n.src(0), valid, idx);
     case Ops::RESHAPE: {
       const Shape& in = (*ctx.shapes)(n.src(0));
       std::vector<UOp> nidx(in.size());
@@ -152,7 +157,8 @@ UOp lower_index(const Match& m) {
     }
     case Ops::BUFFER:
       throw InternalError("lower_kernel: a BUFFER that is not an input");
-    default: break;
+    default:
+      break;
   }
   if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST) {
     std::vector<UOp> src;

@@ -66,11 +66,14 @@ std::vector<int64_t> reduce_axes(const UOp& r) {
 namespace {
 Shape infer(const UOp& u, const std::vector<const Shape*>& in) {
   switch (u.op()) {
-    case Ops::BUFFER: return {u.arg_as<int64_t>()};
-    case Ops::IOTA: return {u.arg_as<int64_t>()};
+    case Ops::BUFFER:
+      return {u.arg_as<int64_t>()};
+    case Ops::IOTA:
+      return {u.arg_as<int64_t>()};
     case Ops::CONST:
     case Ops::DEFINE_VAR:
-    case Ops::BIND: return {};
+    case Ops::BIND:
+      return {};
     case Ops::RESHAPE:
     case Ops::EXPAND: {
       const IntTuple& a = u.arg_as<IntTuple>();
@@ -100,7 +103,8 @@ Shape infer(const UOp& u, const std::vector<const Shape*>& in) {
       return s;
     }
     default:
-      if (in.empty()) throw InternalError(fmt::format("shape_of: no shape for {}", op_name(u.op())));
+      if (in.empty())
+        throw InternalError(fmt::format("shape_of: no shape for {}", op_name(u.op())));
       return *in[0];  // elementwise, CAST, BITCAST, CONTIGUOUS, DETACH, FLIP, ...
   }
 }

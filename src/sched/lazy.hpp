@@ -49,6 +49,7 @@ std::vector<int64_t> reduce_axes(const UOp& r);
 class ShapeMap {
  public:
   const Shape& operator()(const UOp& u);
+
  private:
   std::unordered_map<const UOpNode*, Shape> shapes_;
 };

@@ -14,7 +14,8 @@
 
 namespace vkgrad {
 
-// ---- normalize: buffers become placeholders ------------------------------------------------------
+// ---- normalize: buffers become placeholders
+// ------------------------------------------------------
 bool is_placeholder(const UOp& b) { return b.op() == Ops::BUFFER && lazy::buffer_id(b) < 0; }
 int64_t placeholder_index(const UOp& b) { return -lazy::buffer_id(b) - 1; }
 
@@ -26,15 +27,16 @@ NormalizedGraph normalize_graph(std::span<const UOp> roots) {
     if (u.op() != Ops::BUFFER || with.count(u)) continue;
     const int64_t k = static_cast<int64_t>(out.inputs.size());
     out.inputs.push_back(u);
-    with.emplace(u, UOp::make(Ops::BUFFER, u.dtype(),
-                              {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)},
-                              u.arg()));
+    with.emplace(
+        u, UOp::make(Ops::BUFFER, u.dtype(),
+                     {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)}, u.arg()));
   }
   out.key = with.empty() ? sink : substitute(sink, with);
   return out;
 }
 
-// ---- which nodes become buffers ------------------------------------------------------------------
+// ---- which nodes become buffers
+// ------------------------------------------------------------------
 namespace {
 
 // A node is realized (computed into its own buffer by its own kernel) when it is an output,

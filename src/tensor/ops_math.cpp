@@ -111,7 +111,8 @@ Tensor float_pow(const Tensor& b, const Tensor& e) {
   // t - 2*trunc(t/2) is exact in floating point; == 1 is false for Inf/NaN exponents.
   const Tensor odd = (t - (t * 0.5).trunc() * 2.0) == 1.0;
   const Tensor negative_factor =
-      (e != e.trunc()).where(std::numeric_limits<double>::quiet_NaN(), odd.where(-1.0, b.ones_like()));
+      (e != e.trunc())
+          .where(std::numeric_limits<double>::quiet_NaN(), odd.where(-1.0, b.ones_like()));
   const Tensor signed_result = (b < 0).where(magnitude * negative_factor, magnitude);
   return (e == 0).logical_or(b == 1).where(1.0, signed_result);
 }
@@ -162,8 +163,7 @@ Tensor Tensor::div(const Tensor& o, const std::string& rounding_mode) const {
 Tensor Tensor::mod(const Tensor& o) const {
   auto [a, b] = division_operands(*this, o, "mod");
   if (a.dtype().is_float()) return a - a.div(b).floor() * b;  // tinygrad's float modulo
-  const auto [q, r] = int_divmod(a, b);
-  (void)q;
+  const Tensor r = int_divmod(a, b).r;
   if (a.dtype().is_unsigned()) return r;
   // Python's %: the remainder takes the divisor's sign.
   return (r != 0).logical_and((r < 0) != (b < 0)).where(r + b, r);
@@ -260,9 +260,7 @@ Tensor Tensor::round() const {
 // ---- activations --------------------------------------------------------------------------------
 
 Tensor Tensor::relu() const { return (*this < 0).where(0, *this); }  // NaN stays NaN
-Tensor Tensor::sigmoid() const {
-  return sigmoid_of(math_operand(*this)).cast(math_result(*this));
-}
+Tensor Tensor::sigmoid() const { return sigmoid_of(math_operand(*this)).cast(math_result(*this)); }
 
 Tensor Tensor::tanh() const { return tanh_of(math_operand(*this)).cast(math_result(*this)); }
 

@@ -46,16 +46,16 @@ Tensor along_axis(const Tensor& t, int axis, const char* op, F&& f) {
                        " out of range for a 0-d tensor");
     return f(t.reshape({1}), 0).reshape({});
   }
-  return f(t, tensor::normalize_axis(axis, t.ndim(), op));
+  return f(t, tensor::normalize_axis(axis, t.shape(), op));
 }
 
 // The first index of the maximum along `axis` (tinygrad): mark the maxima, weight them by
 // n, n-1, ..., 1 so the first has the largest weight, take the max, and turn it back into an
 // index. NaN counts as a maximum (PyTorch returns the index of the first NaN).
-Tensor argmax_along(const Tensor& x, int axis, bool keepdim) {
+Tensor argmax_along(const Tensor& x, int axis, bool keepdim, const char* op) {
   const int64_t n = x.shape(axis);
   if (n == 0)
-    throw ShapeError("argmax: cannot reduce the empty axis " + std::to_string(axis) +
+    throw ShapeError(std::string(op) + ": cannot reduce the empty axis " + std::to_string(axis) +
                      " of a tensor of shape " + tensor::shape_str(x.shape()));
   Tensor is_max = x == x.max(axis, true);
   if (x.dtype().is_float()) is_max = is_max.logical_or(x != x);
@@ -126,7 +126,8 @@ Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
 Tensor Tensor::min() const { return min(kAllAxes, false); }
 Tensor Tensor::min(int axis, bool keepdim) const { return min(std::vector<int>{axis}, keepdim); }
 Tensor Tensor::min(const std::vector<int>& axes, bool keepdim) const {
-  return order_reversed(order_reversed(*this).max(tensor::reduce_axes(*this, axes, "min"), keepdim));
+  return order_reversed(
+      order_reversed(*this).max(tensor::reduce_axes(*this, axes, "min"), keepdim));
 }
 
 Tensor Tensor::any() const { return any(kAllAxes, false); }
@@ -169,22 +170,20 @@ Tensor Tensor::std(const std::vector<int>& axes, bool keepdim) const {
 // ---- argmax, argmin -----------------------------------------------------------------------------
 
 Tensor Tensor::argmax() const {
-  if (numel() == 0)
-    throw ShapeError("argmax: empty tensor of shape " + tensor::shape_str(shape()));
-  return argmax_along(reshape({numel()}), 0, false);
+  if (numel() == 0) throw ShapeError("argmax: empty tensor of shape " + tensor::shape_str(shape()));
+  return argmax_along(reshape({numel()}), 0, false, "argmax");
 }
 Tensor Tensor::argmax(int axis, bool keepdim) const {
   return along_axis(*this, axis, "argmax",
-                    [&](const Tensor& t, int a) { return argmax_along(t, a, keepdim); });
+                    [&](const Tensor& t, int a) { return argmax_along(t, a, keepdim, "argmax"); });
 }
 Tensor Tensor::argmin() const {
-  if (numel() == 0)
-    throw ShapeError("argmin: empty tensor of shape " + tensor::shape_str(shape()));
+  if (numel() == 0) throw ShapeError("argmin: empty tensor of shape " + tensor::shape_str(shape()));
   return order_reversed(*this).argmax();
 }
 Tensor Tensor::argmin(int axis, bool keepdim) const {
   return along_axis(*this, axis, "argmin", [&](const Tensor& t, int a) {
-    return argmax_along(order_reversed(t), a, keepdim);
+    return argmax_along(order_reversed(t), a, keepdim, "argmin");
   });
 }
 

@@ -59,8 +59,9 @@ std::array<uint32_t, 3> next_key() {
 int64_t checked_numel(const Shape& shape, const char* op) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0) throw ShapeError(std::string(op) + ": negative dimension in shape " +
-                                tensor::shape_str(shape));
+    if (d < 0)
+      throw ShapeError(std::string(op) + ": negative dimension in shape " +
+                       tensor::shape_str(shape));
     n *= d;
   }
   if (n > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
@@ -182,7 +183,8 @@ Tensor Tensor::uniform(Shape shape, double low, double high, std::optional<DType
   const DType math = dt.is_float() ? dt : dtypes::float32;
   const std::string dev = tensor::resolve_device(device);
   const Tensor scale = tensor::constant(high - low, math, {}, dev);
-  return (rand(std::move(shape), math, dev) * scale + tensor::constant(low, math, {}, dev)).cast(dt);
+  return (rand(std::move(shape), math, dev) * scale + tensor::constant(low, math, {}, dev))
+      .cast(dt);
 }
 
 }  // namespace vkgrad

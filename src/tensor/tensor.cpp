@@ -50,8 +50,8 @@ int normalize_axis(int axis, const Shape& shape, const char* op) {
 int normalize_axis(int axis, int ndim, const char* op) {
   const int n = std::max(ndim, 1);  // a 0-d tensor accepts axis 0 and -1 (as PyTorch)
   if (axis < -n || axis >= n)
-    throw ShapeError(fmt::format("{}: axis {} is out of range for a tensor of {} dimensions", op,
-                                 axis, ndim));
+    throw ShapeError(
+        fmt::format("{}: axis {} is out of range for a tensor of {} dimensions", op, axis, ndim));
   return axis < 0 ? axis + n : axis;
 }
 
@@ -60,7 +60,8 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const ch
   for (int a : axes) {
     const int n = normalize_axis(a, ndim, op);
     if (std::find(out.begin(), out.end(), n) != out.end())
-      throw ShapeError(fmt::format("{}: axis {} appears twice in ({})", op, a, fmt::join(axes, ", ")));
+      throw ShapeError(
+          fmt::format("{}: axis {} appears twice in ({})", op, a, fmt::join(axes, ", ")));
     out.push_back(n);
   }
   return out;
@@ -86,7 +87,9 @@ Tensor alu(Ops op, std::span<const Tensor> srcs, DType out) {
   for (const Tensor& s : srcs) weak = weak && s.is_weak();
   return make(UOp::make(op, out, std::move(src)), a.shape(), out, a.device(), weak);
 }
-Tensor alu(Ops op, const Tensor& a, DType out) { return alu(op, std::span<const Tensor>(&a, 1), out); }
+Tensor alu(Ops op, const Tensor& a, DType out) {
+  return alu(op, std::span<const Tensor>(&a, 1), out);
+}
 Tensor alu(Ops op, const Tensor& a, const Tensor& b, DType out) {
   const Tensor s[] = {a, b};
   return alu(op, s, out);
@@ -95,6 +98,17 @@ Tensor alu(Ops op, const Tensor& a, const Tensor& b, DType out) {
 Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char* name) {
   (void)name;
   if (axes.empty()) return x;
+  // A full reduction of many elements has no output axis to spread over threads: split it in
+  // two kernels, kSplit partial results over rows, then the rows (tinygrad's split_reduceop).
+  constexpr int64_t kSplit = 256, kMinSplit = int64_t{1} << 16;
+  if (static_cast<int>(axes.size()) == x.ndim() && x.numel() >= kMinSplit &&
+      x.numel() % kSplit == 0) {
+    const Tensor rows = x.reshape({kSplit, x.numel() / kSplit});
+    const Tensor partial =
+        make(lazy::reduce(uop(rows), op, {1}), {kSplit, 1}, x.dtype(), x.device());
+    Tensor whole = make(lazy::reduce(uop(partial), op, {0}), {1, 1}, x.dtype(), x.device());
+    return whole.reshape(Shape(x.ndim(), 1));
+  }
   Shape out = x.shape();
   std::vector<int64_t> ax;
   for (int a : axes) {
@@ -122,8 +136,8 @@ Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
 Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op) {
   if (t.shape() == shape) return t;
   if (t.shape().size() > shape.size())
-    throw ShapeError(fmt::format("{}: cannot broadcast {} to {}", op, shape_str(t.shape()),
-                                 shape_str(shape)));
+    throw ShapeError(
+        fmt::format("{}: cannot broadcast {} to {}", op, shape_str(t.shape()), shape_str(shape)));
   Shape padded(shape.size() - t.shape().size(), 1);
   padded.insert(padded.end(), t.shape().begin(), t.shape().end());
   return t.reshape(padded).expand(shape);
@@ -146,8 +160,8 @@ std::string common_device(const Tensor& a, const Tensor& b, const char* op) {
   if (a.device() == b.device()) return a.device();
   if (a.is_weak()) return b.device();
   if (b.is_weak()) return a.device();
-  throw DeviceError(fmt::format("{}: operands are on different devices ({} and {})", op,
-                                a.device(), b.device()));
+  throw DeviceError(
+      fmt::format("{}: operands are on different devices ({} and {})", op, a.device(), b.device()));
 }
 
 Tensor on_device(const Tensor& t, const std::string& device) {
@@ -181,8 +195,8 @@ std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, cons
     for (int a : axes) {
       const int n = normalize_axis(a, t.shape(), op);
       if (std::find(out.begin(), out.end(), n) != out.end())
-        throw ShapeError(fmt::format("{}: axis {} appears twice for shape {}", op, a,
-                                     shape_str(t.shape())));
+        throw ShapeError(
+            fmt::format("{}: axis {} appears twice for shape {}", op, a, shape_str(t.shape())));
       out.push_back(n);
     }
     if (t.ndim() == 0) out.clear();
@@ -292,14 +306,16 @@ Tensor Tensor::full(Shape shape, int64_t value, std::optional<DType> dtype,
                     const std::string& device) {
   return full_value(shape, value, value_dtype(dtype, dtypes::default_int), device);
 }
-Tensor Tensor::full(Shape shape, bool value, std::optional<DType> dtype, const std::string& device) {
+Tensor Tensor::full(Shape shape, bool value, std::optional<DType> dtype,
+                    const std::string& device) {
   return full_value(shape, value, value_dtype(dtype, dtypes::bool_), device);
 }
 Tensor Tensor::zeros_like() const { return full(shape(), 0.0, dtype(), device()); }
 Tensor Tensor::ones_like() const { return full(shape(), 1.0, dtype(), device()); }
 Tensor Tensor::full_like(double value) const { return full(shape(), value, dtype(), device()); }
 
-// ---- inspection -----------------------------------------------------------------------------------
+// ---- inspection
+// -----------------------------------------------------------------------------------
 const Shape& Tensor::shape() const { return impl()->shape; }
 int64_t Tensor::shape(int dim) const {
   return shape()[tensor::normalize_axis(dim, shape(), "shape")];
@@ -330,12 +346,14 @@ std::vector<KernelInfo> Tensor::schedule() const {
   return engine::schedule_info(roots, devs);
 }
 
-void Tensor::copy_out(void* dst, size_t count, DType host_dtype, bool raw16, const char* what) const {
+void Tensor::copy_out(void* dst, size_t count, DType host_dtype, bool raw16,
+                      const char* what) const {
   const DType dt = dtype();
   const bool ok = dt == host_dtype || (raw16 && (dt == dtypes::float16 || dt == dtypes::bfloat16));
   if (!ok)
-    throw DTypeError(fmt::format("{}: tensor of {} {} cannot be read as {}", what, shape_str(shape()),
-                                 dt.name(), raw16 ? "uint16 bits" : host_dtype.name()));
+    throw DTypeError(fmt::format("{}: tensor of {} {} cannot be read as {}", what,
+                                 shape_str(shape()), dt.name(),
+                                 raw16 ? "uint16 bits" : host_dtype.name()));
   if (static_cast<int64_t>(count) != numel())
     throw ShapeError(fmt::format("{}: {} elements requested from a tensor of shape {}", what, count,
                                  shape_str(shape())));
@@ -403,14 +421,17 @@ std::string Tensor::to_string() const {
     std::vector<double> v = cast(dtypes::float64).to_vector<double>();
     const Shape& s = shape();
     std::vector<int64_t> strides(s.size(), 1);
-    for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * s[i + 1];
+    for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i)
+      strides[i] = strides[i + 1] * s[i + 1];
     os << "\n";
     for (size_t i = 0; i < v.size(); ++i) {
       const int64_t at = static_cast<int64_t>(i);
       for (size_t d = 0; d < s.size(); ++d)
         if (at % (strides[d] * s[d]) == 0) os << "[";
-      if (dtype().is_bool()) os << (v[i] != 0 ? "true" : "false");
-      else os << fmt::format("{:g}", v[i]);
+      if (dtype().is_bool())
+        os << (v[i] != 0 ? "true" : "false");
+      else
+        os << fmt::format("{:g}", v[i]);
       int closed = 0;
       for (size_t d = 0; d < s.size(); ++d)
         if ((at + 1) % (strides[d] * s[d]) == 0) ++closed, os << "]";
@@ -479,7 +500,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto [x, y] = tensor::binary_operands(a, b, "where");
   const Tensor c = cond.cast(dtypes::bool_);
   const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
-  const Tensor s[] = {tensor::broadcast_to(c, shape, "where"), tensor::broadcast_to(x, shape, "where"),
+  const Tensor s[] = {tensor::broadcast_to(c, shape, "where"),
+                      tensor::broadcast_to(x, shape, "where"),
                       tensor::broadcast_to(y, shape, "where")};
   Tensor out = tensor::alu(Ops::WHERE, s, x.dtype());
   out.impl()->weak = a.is_weak() && b.is_weak();
@@ -572,10 +594,13 @@ DType sum_dtype(DType dt) {
   switch (dt.scalar_type()) {
     case ScalarType::bool_:
     case ScalarType::int8:
-    case ScalarType::int16: return dtypes::int32;
+    case ScalarType::int16:
+      return dtypes::int32;
     case ScalarType::uint8:
-    case ScalarType::uint16: return dtypes::uint32;
-    default: return dt;
+    case ScalarType::uint16:
+      return dtypes::uint32;
+    default:
+      return dt;
   }
 }
 // Accumulate half floats in float32, then round once.
@@ -704,9 +729,9 @@ Tensor Tensor::pad(const PadList& padding, double value) const {
   Tensor zero_padded = make(lazy::pad(impl()->uop, padding), s, dtype(), device());
   if (value == 0.0) return zero_padded;
   // Another value: select it where a padded mask of ones is false.
-  Tensor mask = make(lazy::pad(tensor::constant(true, dtypes::bool_, shape(), device()).impl()->uop,
-                               padding),
-                     s, dtypes::bool_, device());
+  Tensor mask =
+      make(lazy::pad(tensor::constant(true, dtypes::bool_, shape(), device()).impl()->uop, padding),
+           s, dtypes::bool_, device());
   return vkgrad::where(mask, zero_padded, Tensor::full(s, value, dtype(), device()));
 }
 
@@ -733,7 +758,8 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   for (int a : axes) {
     const int n = tensor::normalize_axis(a, shape(), "flip");
     if (std::find(norm.begin(), norm.end(), n) != norm.end())
-      throw ShapeError(fmt::format("flip: axis {} appears twice for shape {}", a, shape_str(shape())));
+      throw ShapeError(
+          fmt::format("flip: axis {} appears twice for shape {}", a, shape_str(shape())));
     norm.push_back(n);
   }
   std::vector<int64_t> flags(ndim(), 0);

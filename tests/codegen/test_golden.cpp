@@ -53,8 +53,7 @@ TEST(Golden, PaddedFlippedView) {
 }
 TEST(Golden, Softmax) { check_golden("softmax", input({4, 10}).softmax(-1)); }
 TEST(Golden, IntDivision) {
-  check_golden("int_division",
-               input({7}, dtypes::int32).div(input({7}, dtypes::int32), "trunc"));
+  check_golden("int_division", input({7}, dtypes::int32).div(input({7}, dtypes::int32), "trunc"));
 }
 
 }  // namespace

@@ -83,19 +83,32 @@ std::vector<double> random_ints(int64_t n, int64_t lo, int64_t hi, uint64_t seed
 
 double round_to(double v, DType dt) {
   switch (dt.scalar_type()) {
-    case ScalarType::bool_: return v != 0 ? 1 : 0;
-    case ScalarType::int8: return static_cast<int8_t>(static_cast<int64_t>(v));
-    case ScalarType::uint8: return static_cast<uint8_t>(static_cast<int64_t>(v));
-    case ScalarType::int16: return static_cast<int16_t>(static_cast<int64_t>(v));
-    case ScalarType::uint16: return static_cast<uint16_t>(static_cast<int64_t>(v));
-    case ScalarType::int32: return static_cast<int32_t>(static_cast<int64_t>(v));
-    case ScalarType::uint32: return static_cast<uint32_t>(static_cast<int64_t>(v));
-    case ScalarType::int64: return static_cast<double>(static_cast<int64_t>(v));
-    case ScalarType::uint64: return static_cast<double>(static_cast<uint64_t>(v));
-    case ScalarType::float16: return half_bits_to_double(float_to_half_bits(static_cast<float>(v)));
-    case ScalarType::bfloat16: return bf16_bits_to_double(float_to_bf16_bits(static_cast<float>(v)));
-    case ScalarType::float32: return static_cast<float>(v);
-    default: return v;
+    case ScalarType::bool_:
+      return v != 0 ? 1 : 0;
+    case ScalarType::int8:
+      return static_cast<int8_t>(static_cast<int64_t>(v));
+    case ScalarType::uint8:
+      return static_cast<uint8_t>(static_cast<int64_t>(v));
+    case ScalarType::int16:
+      return static_cast<int16_t>(static_cast<int64_t>(v));
+    case ScalarType::uint16:
+      return static_cast<uint16_t>(static_cast<int64_t>(v));
+    case ScalarType::int32:
+      return static_cast<int32_t>(static_cast<int64_t>(v));
+    case ScalarType::uint32:
+      return static_cast<uint32_t>(static_cast<int64_t>(v));
+    case ScalarType::int64:
+      return static_cast<double>(static_cast<int64_t>(v));
+    case ScalarType::uint64:
+      return static_cast<double>(static_cast<uint64_t>(v));
+    case ScalarType::float16:
+      return half_bits_to_double(float_to_half_bits(static_cast<float>(v)));
+    case ScalarType::bfloat16:
+      return bf16_bits_to_double(float_to_bf16_bits(static_cast<float>(v)));
+    case ScalarType::float32:
+      return static_cast<float>(v);
+    default:
+      return v;
   }
 }
 
@@ -107,14 +120,22 @@ Tensor make_tensor(const std::vector<double>& v, const Shape& shape, DType dt,
       for (size_t i = 0; i < v.size(); ++i) data[i] = v[i] != 0;
       return Tensor::from_vector<bool>(data, shape, dt, dev);
     }
-    case ScalarType::int8: return typed<int8_t>(v, shape, dt, dev);
-    case ScalarType::uint8: return typed<uint8_t>(v, shape, dt, dev);
-    case ScalarType::int16: return typed<int16_t>(v, shape, dt, dev);
-    case ScalarType::uint16: return typed<uint16_t>(v, shape, dt, dev);
-    case ScalarType::int32: return typed<int32_t>(v, shape, dt, dev);
-    case ScalarType::uint32: return typed<uint32_t>(v, shape, dt, dev);
-    case ScalarType::int64: return typed<int64_t>(v, shape, dt, dev);
-    case ScalarType::uint64: return typed<uint64_t>(v, shape, dt, dev);
+    case ScalarType::int8:
+      return typed<int8_t>(v, shape, dt, dev);
+    case ScalarType::uint8:
+      return typed<uint8_t>(v, shape, dt, dev);
+    case ScalarType::int16:
+      return typed<int16_t>(v, shape, dt, dev);
+    case ScalarType::uint16:
+      return typed<uint16_t>(v, shape, dt, dev);
+    case ScalarType::int32:
+      return typed<int32_t>(v, shape, dt, dev);
+    case ScalarType::uint32:
+      return typed<uint32_t>(v, shape, dt, dev);
+    case ScalarType::int64:
+      return typed<int64_t>(v, shape, dt, dev);
+    case ScalarType::uint64:
+      return typed<uint64_t>(v, shape, dt, dev);
     case ScalarType::float16:
     case ScalarType::bfloat16: {
       std::vector<uint16_t> bits(v.size());
@@ -123,9 +144,12 @@ Tensor make_tensor(const std::vector<double>& v, const Shape& shape, DType dt,
                                         : float_to_bf16_bits(static_cast<float>(v[i]));
       return Tensor::from_vector<uint16_t>(bits, shape, dt, dev);
     }
-    case ScalarType::float32: return typed<float>(v, shape, dt, dev);
-    case ScalarType::float64: return typed<double>(v, shape, dt, dev);
-    default: throw Error("make_tensor: unsupported dtype " + dt.name());
+    case ScalarType::float32:
+      return typed<float>(v, shape, dt, dev);
+    case ScalarType::float64:
+      return typed<double>(v, shape, dt, dev);
+    default:
+      throw Error("make_tensor: unsupported dtype " + dt.name());
   }
 }
 
@@ -136,35 +160,52 @@ std::vector<double> values_of(const Tensor& t) {
       std::vector<bool> b = t.to_vector<bool>();
       return std::vector<double>(b.begin(), b.end());
     }
-    case ScalarType::int8: return untyped<int8_t>(t);
-    case ScalarType::uint8: return untyped<uint8_t>(t);
-    case ScalarType::int16: return untyped<int16_t>(t);
-    case ScalarType::uint16: return untyped<uint16_t>(t);
-    case ScalarType::int32: return untyped<int32_t>(t);
-    case ScalarType::uint32: return untyped<uint32_t>(t);
-    case ScalarType::int64: return untyped<int64_t>(t);
-    case ScalarType::uint64: return untyped<uint64_t>(t);
+    case ScalarType::int8:
+      return untyped<int8_t>(t);
+    case ScalarType::uint8:
+      return untyped<uint8_t>(t);
+    case ScalarType::int16:
+      return untyped<int16_t>(t);
+    case ScalarType::uint16:
+      return untyped<uint16_t>(t);
+    case ScalarType::int32:
+      return untyped<int32_t>(t);
+    case ScalarType::uint32:
+      return untyped<uint32_t>(t);
+    case ScalarType::int64:
+      return untyped<int64_t>(t);
+    case ScalarType::uint64:
+      return untyped<uint64_t>(t);
     case ScalarType::float16:
     case ScalarType::bfloat16: {
       std::vector<uint16_t> bits = t.to_vector<uint16_t>();
       std::vector<double> out(bits.size());
       for (size_t i = 0; i < bits.size(); ++i)
-        out[i] = dt == dtypes::float16 ? half_bits_to_double(bits[i]) : bf16_bits_to_double(bits[i]);
+        out[i] =
+            dt == dtypes::float16 ? half_bits_to_double(bits[i]) : bf16_bits_to_double(bits[i]);
       return out;
     }
-    case ScalarType::float32: return untyped<float>(t);
-    case ScalarType::float64: return untyped<double>(t);
-    default: throw Error("values_of: unsupported dtype " + dt.name());
+    case ScalarType::float32:
+      return untyped<float>(t);
+    case ScalarType::float64:
+      return untyped<double>(t);
+    default:
+      throw Error("values_of: unsupported dtype " + dt.name());
   }
 }
 
 double default_rtol(DType dt) {
   switch (dt.scalar_type()) {
-    case ScalarType::float16: return 2e-3;
-    case ScalarType::bfloat16: return 1.6e-2;
-    case ScalarType::float32: return 2e-6;
-    case ScalarType::float64: return 1e-12;
-    default: return 0.0;
+    case ScalarType::float16:
+      return 2e-3;
+    case ScalarType::bfloat16:
+      return 1.6e-2;
+    case ScalarType::float32:
+      return 2e-6;
+    case ScalarType::float64:
+      return 1e-12;
+    default:
+      return 0.0;
   }
 }
 
@@ -179,13 +220,15 @@ void expect_values(const Tensor& t, const Shape& shape, DType dtype,
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = got[i], e = expected[i];
     bool ok;
-    if (std::isnan(e)) ok = std::isnan(g);
-    else if (std::isinf(e)) ok = g == e;
-    else ok = std::fabs(g - e) <= atol + rtol * std::fabs(e);
+    if (std::isnan(e))
+      ok = std::isnan(g);
+    else if (std::isinf(e))
+      ok = g == e;
+    else
+      ok = std::fabs(g - e) <= atol + rtol * std::fabs(e);
     if (!ok && reported++ < 8)
-      ADD_FAILURE() << "at flat index " << i << ": got " << g << ", expected " << e
-                    << " (rtol " << rtol << ", atol " << atol << ", dtype " << dtype.name()
-                    << ")";
+      ADD_FAILURE() << "at flat index " << i << ": got " << g << ", expected " << e << " (rtol "
+                    << rtol << ", atol " << atol << ", dtype " << dtype.name() << ")";
   }
 }
 

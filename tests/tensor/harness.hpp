@@ -22,13 +22,13 @@ class DeviceTest : public ::testing::TestWithParam<std::string> {
 };
 
 // Instantiate a DeviceTest-derived suite on every device.
-#define VKGRAD_ALL_DEVICES(Suite)                                                     \
+#define VKGRAD_ALL_DEVICES(Suite)                                                                  \
   INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::vkgrad::testing::test_devices()), \
-                           [](const ::testing::TestParamInfo<std::string>& i) {      \
-                             std::string s = i.param;                                \
-                             for (char& c : s)                                       \
-                               if (!isalnum(static_cast<unsigned char>(c))) c = '_'; \
-                             return s;                                               \
+                           [](const ::testing::TestParamInfo<std::string>& i) {                    \
+                             std::string s = i.param;                                              \
+                             for (char& c : s)                                                     \
+                               if (!isalnum(static_cast<unsigned char>(c))) c = '_';               \
+                             return s;                                                             \
                            })
 
 // Deterministic pseudo-random doubles in [lo, hi) (splitmix64), the same on every run.

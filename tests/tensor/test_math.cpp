@@ -34,9 +34,12 @@ const double kInf = std::numeric_limits<double>::infinity();
 double transcendental_rtol(DType d) {
   switch (d.scalar_type()) {
     case ScalarType::float16:
-    case ScalarType::bfloat16: return testing::default_rtol(d);
-    case ScalarType::float64: return 1e-12;
-    default: return 1e-5;
+    case ScalarType::bfloat16:
+      return testing::default_rtol(d);
+    case ScalarType::float64:
+      return 1e-12;
+    default:
+      return 1e-5;
   }
 }
 // A few ulp of 1.0 in the dtype the math runs in: the absolute error of results that cancel
@@ -53,8 +56,10 @@ Tensor rows(const std::vector<Tensor>& ts) {
     PadList p(s.size(), {0, 0});
     p[0] = {i, k - 1 - i};
     Tensor r = ts[static_cast<size_t>(i)].reshape(s).pad(p);
-    if (!out.defined()) out = r;
-    else out = r.dtype().is_bool() ? out.logical_or(r) : out + r;
+    if (!out.defined())
+      out = r;
+    else
+      out = r.dtype().is_bool() ? out.logical_or(r) : out + r;
   }
   return out;
 }
@@ -84,12 +89,15 @@ void expect_rows(const std::vector<Row>& rs) {
     for (size_t i = 0; i < n; ++i) {
       const double g = got[k * n + i], e = rs[k].expected[i];
       bool ok;
-      if (std::isnan(e)) ok = std::isnan(g);
-      else if (std::isinf(e)) ok = g == e;
-      else ok = std::fabs(g - e) <= rs[k].atol + rs[k].rtol * std::fabs(e);
+      if (std::isnan(e))
+        ok = std::isnan(g);
+      else if (std::isinf(e))
+        ok = g == e;
+      else
+        ok = std::fabs(g - e) <= rs[k].atol + rs[k].rtol * std::fabs(e);
       if (!ok && reported++ < 4)
-        ADD_FAILURE() << rs[k].name << " (" << rs[0].got.dtype().name() << ") at " << i
-                      << ": got " << g << ", expected " << e;
+        ADD_FAILURE() << rs[k].name << " (" << rs[0].got.dtype().name() << ") at " << i << ": got "
+                      << g << ", expected " << e;
     }
   }
 }
@@ -110,7 +118,8 @@ std::vector<double> rounded(std::vector<double> v, DType d) {
   return v;
 }
 
-// ---- double-precision references -----------------------------------------------------------------
+// ---- double-precision references
+// -----------------------------------------------------------------
 double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 double ref_softplus(double x, double b) {
   const double bx = b * x;
@@ -151,18 +160,18 @@ std::vector<UnaryCase> unary_cases() {
       {"sign", [](const Tensor& x) { return x.sign(); }, ref_sign, -10, 10, false},
       {"floor", [](const Tensor& x) { return x.floor(); }, [](double x) { return std::floor(x); },
        -10, 10, false},
-      {"ceil", [](const Tensor& x) { return x.ceil(); }, [](double x) { return std::ceil(x); },
-       -10, 10, false},
+      {"ceil", [](const Tensor& x) { return x.ceil(); }, [](double x) { return std::ceil(x); }, -10,
+       10, false},
       {"round", [](const Tensor& x) { return x.round(); },
        [](double x) { return std::nearbyint(x); }, -10, 10, false},
       {"relu", [](const Tensor& x) { return x.relu(); }, [](double x) { return std::max(x, 0.0); },
        -10, 10, false},
       {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }, ref_sigmoid, -20, 20, true},
-      {"tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); },
-       -10, 10, true},
+      {"tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, -10,
+       10, true},
       {"gelu", [](const Tensor& x) { return x.gelu(); }, ref_gelu, -6, 6, true},
-      {"silu", [](const Tensor& x) { return x.silu(); }, [](double x) { return x * ref_sigmoid(x); },
-       -10, 10, true},
+      {"silu", [](const Tensor& x) { return x.silu(); },
+       [](double x) { return x * ref_sigmoid(x); }, -10, 10, true},
       {"softplus", [](const Tensor& x) { return x.softplus(); },
        [](double x) { return ref_softplus(x, 1); }, -20, 20, true},
       {"softplus(2)", [](const Tensor& x) { return x.softplus(2.0); },
@@ -252,9 +261,9 @@ TEST_P(MathTest, NonContiguousInputs) {
 
 // Ties, the float32 neighbour of 0.5, integers beyond 2^23, signed zeros, Inf and NaN.
 TEST_P(MathTest, RoundingSpecials) {
-  const std::vector<double> in = {0.5,  1.5,  2.5,  -0.5, -1.5, -2.5,     0.49999997, -0.49999997,
-                                  3.5,  -3.5, 1e7 + 0.5, 8388609.0, -0.0, kInf,     -kInf, kNaN,
-                                  2.75, -2.25};
+  const std::vector<double> in = {0.5,        1.5,         2.5,   -0.5, -1.5,      -2.5,
+                                  0.49999997, -0.49999997, 3.5,   -3.5, 1e7 + 0.5, 8388609.0,
+                                  -0.0,       kInf,        -kInf, kNaN, 2.75,      -2.25};
   const int64_t n = static_cast<int64_t>(in.size());
   for (DType dt : {dtypes::float32, dtypes::float64}) {
     SCOPED_TRACE(dt.name());
@@ -266,22 +275,27 @@ TEST_P(MathTest, RoundingSpecials) {
                  {"trunc", x.trunc(), map1(v, [](double a) { return std::trunc(a); })},
                  {"abs", x.abs(), map1(v, [](double a) { return std::fabs(a); })},
                  {"sign", x.sign(), map1(v, ref_sign)},
-                 {"relu", x.relu(), map1(v, [](double a) { return std::isnan(a) ? a : a > 0 ? a : 0; })}});
+                 {"relu", x.relu(), map1(v, [](double a) {
+                    return std::isnan(a) ? a : a > 0 ? a : 0;
+                  })}});
   }
 }
 
 // Overflowing and saturating inputs: no NaN where the true value is finite or infinite.
 TEST_P(MathTest, TranscendentalSpecials) {
-  const std::vector<double> in = {-kInf, -1000, -100, -1e-3, -0.0, 0.0, 1e-3, 100, 1000, kInf, kNaN};
+  const std::vector<double> in = {-kInf, -1000, -100, -1e-3, -0.0, 0.0,
+                                  1e-3,  100,   1000, kInf,  kNaN};
   const Tensor x = make_tensor(in, {11}, dtypes::float32, dev());
   const double r = 1e-5, a = 1e-6;
-  expect_rows({{"exp", x.exp(), rounded(map1(in, [](double v) { return std::exp(v); }), dtypes::float32), r, a},
-               {"sigmoid", x.sigmoid(), map1(in, ref_sigmoid), r, a},
-               {"tanh", x.tanh(), map1(in, [](double v) { return std::tanh(v); }), r, a},
-               {"softplus", x.softplus(),
-                map1(in, [](double v) { return std::isinf(v) && v > 0 ? v : ref_softplus(v, 1); }),
-                r, a},
-               {"silu", x.silu(), map1(in, [](double v) { return v == -kInf ? kNaN : v * ref_sigmoid(v); }), r, a}});
+  expect_rows(
+      {{"exp", x.exp(), rounded(map1(in, [](double v) { return std::exp(v); }), dtypes::float32), r,
+        a},
+       {"sigmoid", x.sigmoid(), map1(in, ref_sigmoid), r, a},
+       {"tanh", x.tanh(), map1(in, [](double v) { return std::tanh(v); }), r, a},
+       {"softplus", x.softplus(),
+        map1(in, [](double v) { return std::isinf(v) && v > 0 ? v : ref_softplus(v, 1); }), r, a},
+       {"silu", x.silu(), map1(in, [](double v) { return v == -kInf ? kNaN : v * ref_sigmoid(v); }),
+        r, a}});
   const std::vector<double> pos = {0.0, 1.0, kInf, -1.0, kNaN};
   const Tensor p = make_tensor(pos, {5}, dtypes::float32, dev());
   expect_rows({{"log", p.log(), {-kInf, 0.0, kInf, kNaN, kNaN}, r, a},
@@ -293,7 +307,8 @@ TEST_P(MathTest, IntegerInputsGiveFloat32) {
   const std::vector<double> in = {-3, -1, 0, 2, 5};
   const Tensor x = make_tensor(in, {5}, dtypes::int32, dev());
   const double r = 1e-5, a = 2e-6;
-  expect_rows({{"exp", x.exp(), rounded(map1(in, [](double v) { return std::exp(v); }), dtypes::float32), r, a},
+  expect_rows({{"exp", x.exp(),
+                rounded(map1(in, [](double v) { return std::exp(v); }), dtypes::float32), r, a},
                {"sigmoid", x.sigmoid(), map1(in, ref_sigmoid), r, a},
                {"cos", x.cos(), map1(in, [](double v) { return std::cos(v); }), r, a},
                {"gelu", x.gelu(), map1(in, ref_gelu), r, a}});
@@ -309,7 +324,8 @@ TEST_P(MathTest, IntegerInputsGiveFloat32) {
   expect_values(u.abs(), {3}, dtypes::uint8, {0, 1, 200});
 }
 
-// ---- division and modulo -------------------------------------------------------------------------
+// ---- division and modulo
+// -------------------------------------------------------------------------
 
 // Every sign combination, zero divisors, and the minimum divided by -1.
 TEST_P(MathTest, IntegerDivisionAndModulo) {
@@ -337,10 +353,11 @@ TEST_P(MathTest, IntegerDivisionAndModulo) {
   const Tensor d8 = make_tensor(b8, {33}, dtypes::int8, dev());
   std::vector<double> floor8 = map2(a8, b8, floor_div);
   for (double& q : floor8) q = round_to(q, dtypes::int8);  // -128 // -1 wraps
-  expect_rows({{"floor", t8.div(d8, "floor"), floor8},
-               {"mod", t8.mod(d8), map2(a8, b8, floor_mod)},
-               {"floor by 3", t8.div(3, "floor"), map1(a8, [](double x) { return std::floor(x / 3); })},
-               {"mod -3", t8.mod(-3), map1(a8, [](double x) { return floor_mod(x, -3); })}});
+  expect_rows(
+      {{"floor", t8.div(d8, "floor"), floor8},
+       {"mod", t8.mod(d8), map2(a8, b8, floor_mod)},
+       {"floor by 3", t8.div(3, "floor"), map1(a8, [](double x) { return std::floor(x / 3); })},
+       {"mod -3", t8.mod(-3), map1(a8, [](double x) { return floor_mod(x, -3); })}});
   const std::vector<double> au = random_ints(33, 0, 255, 8), bu = random_ints(33, 0, 20, 9);
   const Tensor tu = make_tensor(au, {33}, dtypes::uint8, dev());
   const Tensor du = make_tensor(bu, {33}, dtypes::uint8, dev());
@@ -361,8 +378,10 @@ TEST_P(MathTest, FloatDivisionAndModulo) {
   const Tensor tb = make_tensor(b, {65}, dtypes::float32, dev());
   auto q32 = [](double x, double y) { return static_cast<double>(static_cast<float>(x / y)); };
   expect_rows(
-      {{"trunc", ta.div(tb, "trunc"), map2(a, b, [&](double x, double y) { return std::trunc(q32(x, y)); })},
-       {"floor", ta.div(tb, "floor"), map2(a, b, [&](double x, double y) { return std::floor(q32(x, y)); })},
+      {{"trunc", ta.div(tb, "trunc"),
+        map2(a, b, [&](double x, double y) { return std::trunc(q32(x, y)); })},
+       {"floor", ta.div(tb, "floor"),
+        map2(a, b, [&](double x, double y) { return std::floor(q32(x, y)); })},
        {"mod", ta.mod(tb), map2(a, b, [](double x, double y) { return x - std::floor(x / y) * y; }),
         1e-5, 1e-5}});
   // int tensor with a float divisor promotes; an int with an int divisor by broadcasting.
@@ -383,15 +402,17 @@ TEST_P(MathTest, PowFloat) {
   const Tensor te = make_tensor(ex, {n}, dtypes::float32, dev());
   auto p = [](double e) { return [e](double x) { return std::pow(x, e); }; };
   // exp2(e log2 b): relative error ~|e log2 b| ulp (<= 10 here) for the tensor exponent.
-  expect_rows({{"tensor exponent", tb.pow(te), map2(base, ex, [](double x, double y) { return std::pow(x, y); }), 1e-5},
-               {"^2", tb.pow(2), map1(base, p(2)), 2e-6},
-               {"^3", tb.pow(3), map1(base, p(3)), 4e-6},
-               {"^-2", tb.pow(-2), map1(base, p(-2)), 4e-6},
-               {"^0.5", tb.pow(0.5), map1(base, p(0.5)), 2e-6},
-               {"^-0.5", tb.pow(-0.5), map1(base, p(-0.5)), 4e-6},
-               {"^0", tb.pow(0), map1(base, p(0))},
-               {"^1.7", tb.pow(1.7), map1(base, p(1.7)), 1e-5},
-               {"2^x", Tensor(2.0).pow(te), map1(ex, [](double y) { return std::pow(2.0, y); }), 1e-5}});
+  expect_rows(
+      {{"tensor exponent", tb.pow(te),
+        map2(base, ex, [](double x, double y) { return std::pow(x, y); }), 1e-5},
+       {"^2", tb.pow(2), map1(base, p(2)), 2e-6},
+       {"^3", tb.pow(3), map1(base, p(3)), 4e-6},
+       {"^-2", tb.pow(-2), map1(base, p(-2)), 4e-6},
+       {"^0.5", tb.pow(0.5), map1(base, p(0.5)), 2e-6},
+       {"^-0.5", tb.pow(-0.5), map1(base, p(-0.5)), 4e-6},
+       {"^0", tb.pow(0), map1(base, p(0))},
+       {"^1.7", tb.pow(1.7), map1(base, p(1.7)), 1e-5},
+       {"2^x", Tensor(2.0).pow(te), map1(ex, [](double y) { return std::pow(2.0, y); }), 1e-5}});
 
   // Negative bases: integer exponents give signed results, others NaN; 0^0 = 1, 0^-1 = Inf,
   // 1^NaN = 1, NaN^0 = 1.
@@ -430,10 +451,12 @@ TEST_P(MathTest, PowInteger) {
   expect_values(nb.pow(ne), {7}, dtypes::int32, {1, -1, 1, 0, 0, 0, 5});
   const Tensor b8 = make_tensor({3, -3, 2, 7}, {4}, dtypes::int8, dev());
   const Tensor e8 = make_tensor({5, 5, 7, 2}, {4}, dtypes::int8, dev());
-  expect_values(b8.pow(e8), {4}, dtypes::int8,
-                {round_to(243, dtypes::int8), round_to(-243, dtypes::int8), round_to(128, dtypes::int8), 49});
+  expect_values(
+      b8.pow(e8), {4}, dtypes::int8,
+      {round_to(243, dtypes::int8), round_to(-243, dtypes::int8), round_to(128, dtypes::int8), 49});
   // An int base with a float exponent computes in float32.
-  expect_values(make_tensor({4, 9}, {2}, dtypes::int32, dev()).pow(0.5), {2}, dtypes::float32, {2, 3});
+  expect_values(make_tensor({4, 9}, {2}, dtypes::int32, dev()).pow(0.5), {2}, dtypes::float32,
+                {2, 3});
 }
 
 // ---- clip, logic, dropout ----------------------------------------------------------------------
