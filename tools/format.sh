@@ -2,7 +2,8 @@
 # Formats every C/C++ file in the repository with the checked-in .clang-format.
 #   tools/format.sh          rewrite files in place
 #   tools/format.sh --check  change nothing; list the files that differ and exit 1 if any do
-# Files are those git knows: tracked plus untracked-but-not-ignored (so new files count too).
+# Files are those git knows: tracked plus untracked-but-not-ignored (so new files count too),
+# except generated goldens (tests/codegen/golden/), which must stay byte-for-byte as rendered.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,7 +20,8 @@ command -v "$clang_format" >/dev/null || { echo "format.sh: $clang_format not fo
 files=()
 while IFS= read -r -d '' f; do
   [ -f "$f" ] && files+=("$f")
-done < <(git ls-files -z --cached --others --exclude-standard -- '*.cpp' '*.hpp' '*.h' '*.c' | sort -zu)
+done < <(git ls-files -z --cached --others --exclude-standard -- '*.cpp' '*.hpp' '*.h' '*.c' \
+  ':!:tests/codegen/golden/*' | sort -zu)
 
 if [ ${#files[@]} -eq 0 ]; then
   echo "format.sh: no C/C++ files"

@@ -3,27 +3,14 @@ typedef _Bool bool_t;
 static inline float vkg_h2f(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
   if (e == 0) {
-    if (m == 0)
-      u = s;
-    else {
-      e = 113;
-      while (!(m & 0x400u)) {
-        m <<= 1;
-        e--;
-      }
-      u = s | (e << 23) | ((m & 0x3ffu) << 13);
-    }
-  } else if (e == 31)
-    u = s | 0x7f800000u | (m << 13);
-  else
-    u = s | ((e + 112) << 23) | (m << 13);
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
+    if (m == 0) u = s;
+    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else if (e == 31) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112) << 23) | (m << 13);
+  float f; __builtin_memcpy(&f, &u, 4); return f;
 }
 static inline uint16_t vkg_f2h(float f) {
-  uint32_t u;
-  __builtin_memcpy(&u, &f, 4);
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
   uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
   if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
@@ -38,18 +25,11 @@ static inline uint16_t vkg_f2h(float f) {
   if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
   return (uint16_t)(s | h);
 }
-static inline float vkg_bf2f(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
+static inline float vkg_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
 static inline uint16_t vkg_f2bf(float f) {
-  uint32_t u;
-  __builtin_memcpy(&u, &f, 4);
+  uint32_t u; __builtin_memcpy(&u, &f, 4);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
 }
 static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
