@@ -116,11 +116,9 @@ UOp apply_optimizations(const UOp& ast) {
       if (const int64_t f = pick_factor(range_size(r), {32, 16, 8}); f > 1)
         split(r, f, AxisType::unroll);
     }
-  } else if (!info.globals.empty()) {
-    const UOp& last = info.globals.back();
-    if (const int64_t f = pick_factor(range_size(last), {16, 8, 4}); f > 1)
-      split(last, f, AxisType::upcast);
   }
+  // Elementwise kernels are left as plain loops: the C compiler's loop vectorizer handles their
+  // innermost loop, and unrolling a long fused chain would only multiply the compile time.
   if (splits.empty()) return ast;
   // New axes are numbered in the order of the axes they split, so the innermost output axis's
   // upcast is the innermost loop (the contiguous one, vectorized by the C compiler).
