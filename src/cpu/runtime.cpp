@@ -106,9 +106,13 @@ class CpuRuntime final : public Runtime {
     k->lib = Compiler::instance().compile(p.source);
     k->fn = Compiler::instance().kernel(k->lib, p.name);
     k->parallel_size = p.parallel_size;
+    // Loop iterations of the whole kernel (saturating: only compared with kParallelWork).
     k->work = 1;
     for (const UOp& u : p.uops)
-      if (u.op() == Ops::RANGE) k->work *= std::get<int64_t>(u.src(0).const_value());
+      if (u.op() == Ops::RANGE) {
+        const int64_t n = std::get<int64_t>(u.src(0).const_value()), cap = int64_t{1} << 40;
+        k->work = n > 0 && k->work > cap / n ? cap : k->work * n;
+      }
     return k;
   }
   void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) override {
