@@ -97,7 +97,7 @@ UOp apply_optimizations(const UOp& ast) {
     // another reused axis by 4.
     if (!info.globals.empty()) {
       const UOp& last = info.globals.back();
-      if (const int64_t f = pick_factor(range_size(last), {16, 8});
+      if (const int64_t f = pick_factor(range_size(last), {32, 16, 8});
           f > 1 && has_reuse(info, last)) {
         split(last, f, AxisType::upcast);
         upcasted *= f;
