@@ -217,19 +217,10 @@ void expect_values(const Tensor& t, const Shape& shape, DType dtype,
   const std::vector<double> got = values_of(t);
   ASSERT_EQ(got.size(), expected.size());
   int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], e = expected[i];
-    bool ok;
-    if (std::isnan(e))
-      ok = std::isnan(g);
-    else if (std::isinf(e))
-      ok = g == e;
-    else
-      ok = std::fabs(g - e) <= atol + rtol * std::fabs(e);
-    if (!ok && reported++ < 8)
-      ADD_FAILURE() << "at flat index " << i << ": got " << g << ", expected " << e << " (rtol "
-                    << rtol << ", atol " << atol << ", dtype " << dtype.name() << ")";
-  }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!value_matches(got[i], expected[i], rtol, atol) && reported++ < 8)
+      ADD_FAILURE() << "at flat index " << i << ": got " << got[i] << ", expected " << expected[i]
+                    << " (rtol " << rtol << ", atol " << atol << ", dtype " << dtype.name() << ")";
 }
 
 std::vector<int64_t> strides_of(const Shape& s) {
@@ -251,6 +242,96 @@ std::vector<int64_t> unflatten_index(int64_t i, const Shape& shape) {
     i = shape[d] ? i / shape[d] : 0;
   }
   return idx;
+}
+
+bool value_matches(double g, double e, double rtol, double atol) {
+  if (std::isnan(e)) return std::isnan(g);
+  if (std::isinf(e)) return g == e;
+  return std::fabs(g - e) <= atol + rtol * std::fabs(e);
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& expected, double rtol,
+                 double atol, const std::string& what, int max_reports) {
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  int reported = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!value_matches(got[i], expected[i], rtol, atol) && reported++ < max_reports)
+      ADD_FAILURE() << what << ": at flat index " << i << " got " << got[i] << ", expected "
+                    << expected[i] << " (rtol " << rtol << ", atol " << atol << ")";
+}
+
+Batch::~Batch() {
+  if (!items_.empty()) ADD_FAILURE() << "Batch: " << items_.size() << " results never checked";
+}
+
+void Batch::add(const Tensor& t, const Shape& shape, DType dtype, std::vector<double> expected,
+                double rtol, double atol, std::source_location loc) {
+  const std::string label =
+      "line " + std::to_string(loc.line()) + (context.empty() ? "" : " (" + context + ")");
+  EXPECT_EQ(t.shape(), shape) << label << ": shape";
+  EXPECT_EQ(t.dtype().name(), dtype.name()) << label << ": dtype";
+  const int64_t n = numel_of(shape);
+  EXPECT_EQ(static_cast<size_t>(n), expected.size()) << label << ": the test's expected size";
+  if (t.shape() != shape || static_cast<size_t>(n) != expected.size() || n == 0) return;
+  items_.push_back({label, t.cast(dtypes::float64).reshape({n}), std::move(expected), rtol, atol});
+}
+
+void Batch::check() {
+  int64_t total = 0;
+  for (const Item& it : items_) total += static_cast<int64_t>(it.expected.size());
+  Tensor all;
+  int64_t off = 0;
+  for (const Item& it : items_) {
+    const int64_t n = static_cast<int64_t>(it.expected.size());
+    Tensor p = it.flat.pad({{off, total - off - n}});
+    all = all.defined() ? all + p : p;
+    off += n;
+  }
+  std::vector<Item> items = std::move(items_);
+  items_.clear();
+  if (!all.defined()) return;
+  const std::vector<double> got = values_of(all);
+  ASSERT_EQ(got.size(), static_cast<size_t>(total));
+  off = 0;
+  for (const Item& it : items) {
+    const auto first = got.begin() + off;
+    off += static_cast<int64_t>(it.expected.size());
+    expect_near(std::vector<double>(first, got.begin() + off), it.expected, it.rtol, it.atol,
+                it.label);
+  }
+}
+
+Tensor rows(const std::vector<Tensor>& ts) {
+  const int64_t k = static_cast<int64_t>(ts.size());
+  Tensor out;
+  for (int64_t i = 0; i < k; ++i) {
+    Shape s = ts[static_cast<size_t>(i)].shape();
+    s.insert(s.begin(), 1);
+    PadList p(s.size(), {0, 0});
+    p[0] = {i, k - 1 - i};
+    Tensor r = ts[static_cast<size_t>(i)].reshape(s).pad(p);
+    if (!out.defined())
+      out = r;
+    else
+      out = r.dtype().is_bool() ? out.logical_or(r) : out + r;
+  }
+  return out;
+}
+
+void expect_rows(const std::vector<Row>& rs) {
+  ASSERT_FALSE(rs.empty());
+  std::vector<Tensor> ts;
+  for (const Row& r : rs) {
+    ASSERT_EQ(r.got.shape(), rs[0].got.shape()) << r.name;
+    ASSERT_EQ(r.got.dtype(), rs[0].got.dtype()) << r.name << ": " << r.got.dtype().name();
+    ASSERT_EQ(static_cast<int64_t>(r.expected.size()), r.got.numel()) << r.name;
+    ts.push_back(r.got);
+  }
+  const std::vector<double> got = values_of(rows(ts));
+  const size_t n = rs[0].expected.size();
+  for (size_t k = 0; k < rs.size(); ++k)
+    expect_near(std::vector<double>(got.begin() + k * n, got.begin() + (k + 1) * n), rs[k].expected,
+                rs[k].rtol, rs[k].atol, rs[k].name + " (" + rs[0].got.dtype().name() + ")", 4);
 }
 
 }  // namespace vkgrad::testing

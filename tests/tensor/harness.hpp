@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <source_location>
 #include <string>
 #include <vector>
 #include <vkgrad/vkgrad.hpp>
@@ -50,6 +51,12 @@ double round_to(double v, DType dtype);
 // match NaN, Inf must match Inf with its sign). Reports the first mismatches with indices.
 void expect_values(const Tensor& t, const Shape& shape, DType dtype,
                    const std::vector<double>& expected, double rtol = 0.0, double atol = 0.0);
+// Whether `got` passes for `expected`: within atol + rtol*|expected|; NaN matches NaN and Inf
+// matches Inf of the same sign.
+bool value_matches(double got, double expected, double rtol, double atol);
+// value_matches over two vectors, reporting the first `max_reports` mismatches under `what`.
+void expect_near(const std::vector<double>& got, const std::vector<double>& expected, double rtol,
+                 double atol, const std::string& what, int max_reports = 8);
 // Default tolerances per dtype for results of float math (exact for ints and bool).
 double default_rtol(DType dtype);
 
@@ -58,5 +65,44 @@ std::vector<int64_t> strides_of(const Shape& s);
 int64_t numel_of(const Shape& s);
 // The multi-index of flat position `i` in `shape`.
 std::vector<int64_t> unflatten_index(int64_t i, const Shape& shape);
+
+// Many small checks, one kernel: add() checks shape and dtype at once (they are known without
+// running anything) and keeps the tensor; check() casts every kept tensor to float64, flattens
+// it, concatenates them all (pad + add) and reads the result back once. Failures name the line
+// of the add() call. float64 holds every value of every dtype exactly except 64-bit integers
+// beyond 2^53, which the reference rounds the same way.
+class Batch {
+ public:
+  // Added to the labels of the following add() calls (e.g. the dtype of a loop).
+  std::string context;
+
+  ~Batch();
+  void add(const Tensor& t, const Shape& shape, DType dtype, std::vector<double> expected,
+           double rtol = 0, double atol = 0,
+           std::source_location loc = std::source_location::current());
+  void check();
+
+ private:
+  struct Item {
+    std::string label;
+    Tensor flat;
+    std::vector<double> expected;
+    double rtol, atol;
+  };
+  std::vector<Item> items_;
+};
+
+// Same-shaped results stacked as rows of one tensor (pad + add; or for bool): one kernel.
+Tensor rows(const std::vector<Tensor>& ts);
+
+struct Row {
+  std::string name;
+  Tensor got;
+  std::vector<double> expected;
+  double rtol = 0, atol = 0;
+};
+// All rows share a shape and dtype; they are realized as one tensor (rows()) and each compared
+// with its own tolerance.
+void expect_rows(const std::vector<Row>& rs);
 
 }  // namespace vkgrad::testing

@@ -141,86 +141,8 @@ std::vector<double> map2(const std::vector<double>& a, const std::vector<double>
   return out;
 }
 
-// Like expect_values on plain vectors: NaN matches NaN, Inf matches Inf of the same sign.
-void expect_near(const std::vector<double>& got, const std::vector<double>& expected, double rtol,
-                 double atol, const std::string& what) {
-  ASSERT_EQ(got.size(), expected.size()) << what;
-  int reported = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], e = expected[i];
-    bool ok;
-    if (std::isnan(e))
-      ok = std::isnan(g);
-    else if (std::isinf(e))
-      ok = g == e;
-    else
-      ok = std::fabs(g - e) <= atol + rtol * std::fabs(e);
-    if (!ok && reported++ < 8)
-      ADD_FAILURE() << what << ": at flat index " << i << " got " << g << ", expected " << e
-                    << " (rtol " << rtol << ", atol " << atol << ")";
-  }
-}
-
-// Many small checks, one kernel: add() checks shape and dtype at once (they are known without
-// running anything) and keeps the tensor; check() casts every kept tensor to float64, flattens
-// it, concatenates them all (pad + add) and reads the result back once. Failures name the line
-// of the add() call. float64 holds every value of every dtype exactly except 64-bit integers
-// beyond 2^53, which the reference rounds the same way.
-class Batch {
- public:
-  // Added to the labels of the following add() calls (e.g. the dtype of a loop).
-  std::string context;
-
-  ~Batch() {
-    if (!items_.empty()) ADD_FAILURE() << "Batch: " << items_.size() << " results never checked";
-  }
-  void add(const Tensor& t, const Shape& shape, DType dtype, std::vector<double> expected,
-           double rtol = 0, double atol = 0,
-           std::source_location loc = std::source_location::current()) {
-    const std::string label =
-        "line " + std::to_string(loc.line()) + (context.empty() ? "" : " (" + context + ")");
-    EXPECT_EQ(t.shape(), shape) << label << ": shape";
-    EXPECT_EQ(t.dtype().name(), dtype.name()) << label << ": dtype";
-    const int64_t n = numel_of(shape);
-    EXPECT_EQ(static_cast<size_t>(n), expected.size()) << label << ": the test's expected size";
-    if (t.shape() != shape || static_cast<size_t>(n) != expected.size() || n == 0) return;
-    items_.push_back(
-        {label, t.cast(dtypes::float64).reshape({n}), std::move(expected), rtol, atol});
-  }
-  void check() {
-    int64_t total = 0;
-    for (const Item& it : items_) total += static_cast<int64_t>(it.expected.size());
-    Tensor all;
-    int64_t off = 0;
-    for (const Item& it : items_) {
-      const int64_t n = static_cast<int64_t>(it.expected.size());
-      Tensor p = it.flat.pad({{off, total - off - n}});
-      all = all.defined() ? all + p : p;
-      off += n;
-    }
-    std::vector<Item> items = std::move(items_);
-    items_.clear();
-    if (!all.defined()) return;
-    const std::vector<double> got = values_of(all);
-    ASSERT_EQ(got.size(), static_cast<size_t>(total));
-    off = 0;
-    for (const Item& it : items) {
-      const auto first = got.begin() + off;
-      off += static_cast<int64_t>(it.expected.size());
-      expect_near(std::vector<double>(first, got.begin() + off), it.expected, it.rtol, it.atol,
-                  it.label);
-    }
-  }
-
- private:
-  struct Item {
-    std::string label;
-    Tensor flat;
-    std::vector<double> expected;
-    double rtol, atol;
-  };
-  std::vector<Item> items_;
-};
+using testing::Batch;
+using testing::expect_near;
 
 // Multi-index helpers for broadcasting references (shapes aligned at the right).
 double at_broadcast(const std::vector<double>& v, const Shape& s, const std::vector<int64_t>& idx) {

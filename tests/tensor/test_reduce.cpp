@@ -24,60 +24,8 @@ using testing::values_of;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-Tensor rows(const std::vector<Tensor>& ts) {
-  const int64_t k = static_cast<int64_t>(ts.size());
-  Tensor out;
-  for (int64_t i = 0; i < k; ++i) {
-    Shape s = ts[static_cast<size_t>(i)].shape();
-    s.insert(s.begin(), 1);
-    PadList p(s.size(), {0, 0});
-    p[0] = {i, k - 1 - i};
-    Tensor r = ts[static_cast<size_t>(i)].reshape(s).pad(p);
-    if (!out.defined())
-      out = r;
-    else
-      out = r.dtype().is_bool() ? out.logical_or(r) : out + r;
-  }
-  return out;
-}
-
-struct Row {
-  std::string name;
-  Tensor got;
-  std::vector<double> expected;
-  double rtol = 0, atol = 0;
-};
-
-// All rows share a shape and dtype; they are realized as one tensor and each compared with its
-// own tolerance.
-void expect_rows(const std::vector<Row>& rs) {
-  ASSERT_FALSE(rs.empty());
-  std::vector<Tensor> ts;
-  for (const Row& r : rs) {
-    ASSERT_EQ(r.got.shape(), rs[0].got.shape()) << r.name;
-    ASSERT_EQ(r.got.dtype(), rs[0].got.dtype()) << r.name << ": " << r.got.dtype().name();
-    ASSERT_EQ(static_cast<int64_t>(r.expected.size()), r.got.numel()) << r.name;
-    ts.push_back(r.got);
-  }
-  const std::vector<double> got = values_of(rows(ts));
-  const size_t n = rs[0].expected.size();
-  for (size_t k = 0; k < rs.size(); ++k) {
-    int reported = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double g = got[k * n + i], e = rs[k].expected[i];
-      bool ok;
-      if (std::isnan(e))
-        ok = std::isnan(g);
-      else if (std::isinf(e))
-        ok = g == e;
-      else
-        ok = std::fabs(g - e) <= rs[k].atol + rs[k].rtol * std::fabs(e);
-      if (!ok && reported++ < 4)
-        ADD_FAILURE() << rs[k].name << " (" << rs[0].got.dtype().name() << ") at " << i << ": got "
-                      << g << ", expected " << e;
-    }
-  }
-}
+using testing::expect_rows;
+using testing::Row;
 
 std::vector<double> rounded(std::vector<double> v, DType d) {
   for (double& x : v) x = round_to(x, d);

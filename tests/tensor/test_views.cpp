@@ -133,69 +133,15 @@ Ref r_sum(const Ref& x, int axis, bool keepdim = false) {
 
 double f32(double v) { return round_to(v, dtypes::float32); }
 
-// Many results, one kernel: add() checks shape and dtype at once (known without running
-// anything) and keeps the tensor; check() casts every kept tensor to float64, flattens it,
-// concatenates them all (pad + add) and reads the result back once. That also composes each
-// tested view with more views. Failures name the line of the add() call.
-class Batch {
+// testing::Batch, with results checked against a Ref (casting every tested view to float64 and
+// concatenating also composes it with more views).
+class Batch : public testing::Batch {
  public:
-  ~Batch() {
-    if (!items_.empty()) ADD_FAILURE() << "Batch: " << items_.size() << " results never checked";
-  }
+  using testing::Batch::add;
   void add(const Tensor& t, const Ref& r, DType dtype = dtypes::float32, double rtol = 0,
            double atol = 0, std::source_location loc = std::source_location::current()) {
-    const std::string label = "line " + std::to_string(loc.line());
-    EXPECT_EQ(t.shape(), r.shape) << label << ": shape";
-    EXPECT_EQ(t.dtype().name(), dtype.name()) << label << ": dtype";
-    const int64_t n = numel_of(r.shape);
-    EXPECT_EQ(static_cast<size_t>(n), r.v.size()) << label << ": the test's expected size";
-    if (t.shape() != r.shape || static_cast<size_t>(n) != r.v.size() || n == 0) return;
-    items_.push_back({label, t.cast(dtypes::float64).reshape({n}), r.v, rtol, atol});
+    testing::Batch::add(t, r.shape, dtype, r.v, rtol, atol, loc);
   }
-  void check() {
-    int64_t total = 0;
-    for (const Item& it : items_) total += static_cast<int64_t>(it.expected.size());
-    Tensor all;
-    int64_t off = 0;
-    for (const Item& it : items_) {
-      const int64_t n = static_cast<int64_t>(it.expected.size());
-      Tensor p = it.flat.pad({{off, total - off - n}});
-      all = all.defined() ? all + p : p;
-      off += n;
-    }
-    std::vector<Item> items = std::move(items_);
-    items_.clear();
-    if (!all.defined()) return;
-    const std::vector<double> got = testing::values_of(all);
-    ASSERT_EQ(got.size(), static_cast<size_t>(total));
-    off = 0;
-    for (const Item& it : items) {
-      int reported = 0;
-      for (size_t i = 0; i < it.expected.size(); ++i) {
-        const double g = got[off + i], e = it.expected[i];
-        bool ok;
-        if (std::isnan(e))
-          ok = std::isnan(g);
-        else if (std::isinf(e))
-          ok = g == e;
-        else
-          ok = std::fabs(g - e) <= it.atol + it.rtol * std::fabs(e);
-        if (!ok && reported++ < 8)
-          ADD_FAILURE() << it.label << ": at flat index " << i << " got " << g << ", expected " << e
-                        << " (rtol " << it.rtol << ", atol " << it.atol << ")";
-      }
-      off += static_cast<int64_t>(it.expected.size());
-    }
-  }
-
- private:
-  struct Item {
-    std::string label;
-    Tensor flat;
-    std::vector<double> expected;
-    double rtol, atol;
-  };
-  std::vector<Item> items_;
 };
 
 class ViewsTest : public testing::DeviceTest {
