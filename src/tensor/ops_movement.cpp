@@ -312,7 +312,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
   const Tensor& first = tensors.front();
   if (first.ndim() == 0)
     throw ShapeError("cat: 0-d tensors cannot be concatenated (use stack), got shape ()");
-  const int d = normalize_axis(dim, first.ndim(), "cat");
+  const int d = normalize_axis(dim, first.shape(), "cat");
   const auto ud = static_cast<size_t>(d);
   DType dt = first.dtype();
   int64_t total = 0;

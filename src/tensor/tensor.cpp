@@ -47,21 +47,13 @@ int normalize_axis(int axis, const Shape& shape, const char* op) {
   return axis < 0 ? axis + n : axis;
 }
 
-int normalize_axis(int axis, int ndim, const char* op) {
-  const int n = std::max(ndim, 1);  // a 0-d tensor accepts axis 0 and -1 (as PyTorch)
-  if (axis < -n || axis >= n)
-    throw ShapeError(
-        fmt::format("{}: axis {} is out of range for a tensor of {} dimensions", op, axis, ndim));
-  return axis < 0 ? axis + n : axis;
-}
-
-std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
+std::vector<int> normalize_axes(const std::vector<int>& axes, const Shape& shape, const char* op) {
   std::vector<int> out;
   for (int a : axes) {
-    const int n = normalize_axis(a, ndim, op);
+    const int n = normalize_axis(a, shape, op);
     if (std::find(out.begin(), out.end(), n) != out.end())
-      throw ShapeError(
-          fmt::format("{}: axis {} appears twice in ({})", op, a, fmt::join(axes, ", ")));
+      throw ShapeError(fmt::format("{}: axis {} appears twice in ({}) for shape {}", op, a,
+                                   fmt::join(axes, ", "), shape_str(shape)));
     out.push_back(n);
   }
   return out;
@@ -192,13 +184,7 @@ std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, cons
     out.resize(t.ndim());
     std::iota(out.begin(), out.end(), 0);
   } else {
-    for (int a : axes) {
-      const int n = normalize_axis(a, t.shape(), op);
-      if (std::find(out.begin(), out.end(), n) != out.end())
-        throw ShapeError(
-            fmt::format("{}: axis {} appears twice for shape {}", op, a, shape_str(t.shape())));
-      out.push_back(n);
-    }
+    out = normalize_axes(axes, t.shape(), op);
     if (t.ndim() == 0) out.clear();
   }
   std::sort(out.begin(), out.end());
@@ -674,7 +660,7 @@ Tensor Tensor::permute(std::vector<int> order) const {
                                  fmt::join(order, ", "), order.size(), shape_str(shape()), ndim()));
   std::vector<int> norm;
   try {
-    norm = tensor::normalize_axes(order, ndim(), "permute");
+    norm = tensor::normalize_axes(order, shape(), "permute");
   } catch (const ShapeError&) {
     throw ShapeError(fmt::format("permute: ({}) is not a permutation of the axes of {}",
                                  fmt::join(order, ", "), shape_str(shape())));
@@ -754,14 +740,7 @@ Tensor Tensor::shrink(const PadList& bounds) const {
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
-  std::vector<int> norm;
-  for (int a : axes) {
-    const int n = tensor::normalize_axis(a, shape(), "flip");
-    if (std::find(norm.begin(), norm.end(), n) != norm.end())
-      throw ShapeError(
-          fmt::format("flip: axis {} appears twice for shape {}", a, shape_str(shape())));
-    norm.push_back(n);
-  }
+  const std::vector<int> norm = tensor::normalize_axes(axes, shape(), "flip");
   std::vector<int64_t> flags(ndim(), 0);
   bool any = false;
   for (int a : norm)

@@ -33,10 +33,10 @@ std::string resolve_device(const std::string& device);  // "" -> default device;
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);
 // Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
-int normalize_axis(int axis, int ndim, const char* op);
-// The same, with the tensor's shape in the message.
+// (A 0-d tensor accepts axis 0 and -1, as PyTorch.) The message names the shape.
 int normalize_axis(int axis, const Shape& shape, const char* op);
-std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op);
+// Each axis normalized; ShapeError when one repeats.
+std::vector<int> normalize_axes(const std::vector<int>& axes, const Shape& shape, const char* op);
 
 // ---- primitives -------------------------------------------------------------------------------
 // A tensor of `shape` filled with v (a broadcast constant: no memory).
