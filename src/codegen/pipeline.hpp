@@ -8,6 +8,8 @@ namespace vkgrad {
 
 // Scheduled kernel AST (sched/schedule.hpp) -> optimized AST -> C source.
 Program codegen_c(const UOp& ast, const CodegenOptions& options);
+// The same for a Vulkan compute shader (render_glsl.cpp): GLSL 450 source plus launch shape.
+Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTarget& target);
 
 // The passes, exposed for tests.
 UOp simplify_indices(const UOp& ast);     // symbolic simplification of index/valid math

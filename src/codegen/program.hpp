@@ -2,6 +2,7 @@
 // Depends on ir only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,10 +17,34 @@ struct Program {
   int64_t parallel_size = 1;  // trip count of the outermost global loop (split across threads)
   int num_buffers = 0;
   std::vector<UOp> uops;  // the optimized kernel AST's nodes, children first (DEBUG=5)
+
+  // GPU programs (GLSL) only. The shader's workgroup size is baked into its source; a launch
+  // dispatches `groups` workgroups (already split into a 2-D/3-D grid when one dimension would
+  // exceed the device's maxComputeWorkGroupCount).
+  std::array<uint32_t, 3> local_size{1, 1, 1};
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<bool> writes;  // per buffer slot: the kernel writes it (else it only reads it)
+  uint32_t push_bytes = 0;   // push-constant bytes the descriptor variant declares (0: none)
 };
 
 struct CodegenOptions {
   bool optimize = true;  // false with NOOPT=1: no upcasts, no split accumulators
+};
+
+// What a GLSL target can do (filled from the Vulkan device's features, each one switchable off
+// by the runtime's environment switches). The renderer throws DTypeError naming the missing
+// feature when a kernel needs one that is off.
+struct GlslTarget {
+  bool storage8 = false;      // storageBuffer8BitAccess: bool, int8, uint8 buffers
+  bool storage16 = false;     // storageBuffer16BitAccess: int16, uint16, float16, bfloat16 buffers
+  bool int64 = false;         // shaderInt64: int64, uint64 (and their buffers)
+  bool float64 = false;       // shaderFloat64: float64 (and its buffers)
+  bool shared_reduce = true;  // grouped reductions through shared memory and barriers
+  uint32_t subgroup_size = 32;
+  uint32_t max_group_count[3] = {65535, 65535, 65535};
+  uint32_t max_workgroup_invocations = 1024;
+  uint32_t max_shared_bytes = 32768;
+  uint32_t max_push_bytes = 128;
 };
 
 }  // namespace vkgrad

@@ -24,6 +24,18 @@ struct KernelLaunch {
   std::vector<void*> buffers;  // device memory handles, in DEFINE_GLOBAL slot order
 };
 
+// A recorded list of kernels (graph replay): recorded once by Runtime::capture, then run again
+// with the same kernels in the same order but possibly other buffers. On Vulkan a replay reuses
+// the recorded command buffer and only rewrites the bindings that changed; on CPU it is a list
+// of function pointers.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  // `launches` must name the captured kernels in the captured order (else InternalError); their
+  // buffers may differ from the captured ones. Returns when all are done.
+  virtual void replay(std::span<const KernelLaunch> launches) = 0;
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
@@ -42,6 +54,8 @@ class Runtime {
   // Run kernels in order; returns when all are done. Per-kernel seconds go to `seconds` when
   // it is not null (DEBUG=1 timing).
   virtual void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) = 0;
+  // Record `launches` for replay (see Graph).
+  virtual std::unique_ptr<Graph> capture(std::span<const KernelLaunch> launches) = 0;
 };
 
 }  // namespace vkgrad

@@ -116,21 +116,25 @@ class CpuRuntime final : public Runtime {
     return k;
   }
   void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) override {
-    ThreadPool& pool = ThreadPool::global();
     for (const KernelLaunch& l : launches) {
-      const auto& k = static_cast<const CpuKernel&>(*l.kernel);
-      void** bufs = const_cast<void**>(l.buffers.data());
       const auto t0 = std::chrono::steady_clock::now();
-      if (k.work < kParallelWork || k.parallel_size < 2 || pool.size() == 1) {
-        k.fn(bufs, nullptr, 0, k.parallel_size);
-      } else {
-        const int64_t grain = std::max<int64_t>(1, k.parallel_size / (pool.size() * 4));
-        pool.parallel_for(k.parallel_size, grain,
-                          [&](int64_t b, int64_t e) { k.fn(bufs, nullptr, b, e); });
-      }
+      launch(static_cast<const CpuKernel&>(*l.kernel), l.buffers);
       if (seconds)
         seconds->push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::unique_ptr<Graph> capture(std::span<const KernelLaunch> launches) override;
+
+  static void launch(const CpuKernel& k, const std::vector<void*>& buffers) {
+    ThreadPool& pool = ThreadPool::global();
+    void** bufs = const_cast<void**>(buffers.data());
+    if (k.work < kParallelWork || k.parallel_size < 2 || pool.size() == 1) {
+      k.fn(bufs, nullptr, 0, k.parallel_size);
+    } else {
+      const int64_t grain = std::max<int64_t>(1, k.parallel_size / (pool.size() * 4));
+      pool.parallel_for(k.parallel_size, grain,
+                        [&](int64_t b, int64_t e) { k.fn(bufs, nullptr, b, e); });
     }
   }
 
@@ -152,6 +156,32 @@ class CpuRuntime final : public Runtime {
   std::unordered_map<void*, size_t> sizes_;
   size_t cached_bytes_ = 0;
 };
+
+// A captured list is the kernels' entry points; a replay calls them with the new buffers.
+class CpuGraph final : public Graph {
+ public:
+  explicit CpuGraph(std::span<const KernelLaunch> launches) {
+    for (const KernelLaunch& l : launches)
+      kernels_.push_back(static_cast<const CpuKernel*>(l.kernel));
+  }
+  void replay(std::span<const KernelLaunch> launches) override {
+    if (launches.size() != kernels_.size())
+      throw InternalError(fmt::format("CPU graph: replay of {} kernels, {} captured",
+                                      launches.size(), kernels_.size()));
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (launches[i].kernel != kernels_[i])
+        throw InternalError(fmt::format("CPU graph: kernel {} differs from the captured one", i));
+      CpuRuntime::launch(*kernels_[i], launches[i].buffers);
+    }
+  }
+
+ private:
+  std::vector<const CpuKernel*> kernels_;
+};
+
+std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launches) {
+  return std::make_unique<CpuGraph>(launches);
+}
 
 }  // namespace
 

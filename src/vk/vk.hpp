@@ -1,0 +1,42 @@
+// vk: the Vulkan backend — instance and device through volk (no link-time libvulkan), memory
+// suballocated from large blocks, GLSL compiled in-process by glslang with SPIR-V and pipeline
+// disk caches, every realize recorded into one command buffer, and graph replay. Implements
+// codegen/runtime.hpp; the engine sees only this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/runtime.hpp"
+
+namespace vkgrad::vk {
+
+// One physical device as the loader reports it. Never opens a logical device.
+struct DeviceSummary {
+  int index = 0;     // position in selection order (the N of "VULKAN:N")
+  std::string name;  // deviceName
+  std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  std::string line;  // one-line summary for `vkgrad info`
+};
+
+// Physical devices in selection order (discrete > integrated > virtual > cpu; ties keep the
+// loader's order). Empty when there is no loader or no device; `why` (if given) then gets the
+// reason. Never throws.
+std::vector<DeviceSummary> enumerate(std::string* why = nullptr);
+
+// Opens device `index` of enumerate() (-1: VKGRAD_VK_DEVICE=<index|name substring>, else the
+// first). Throws DeviceError with the reason when Vulkan or the device cannot open.
+std::unique_ptr<Runtime> make_runtime(int index);
+
+// Messages the Khronos validation layer reported so far (VKGRAD_VALIDATION=1), process-wide.
+// Every message is also printed to stderr.
+int64_t validation_messages();
+
+// Benchmark reference: microseconds per dispatch of `n` dependent dispatches of a trivial
+// shader recorded by a bare loop (bind pipeline once, vkCmdDispatch + barrier each) into one
+// command buffer, submitted once. `runtime` must come from make_runtime.
+double bare_dispatch_us(Runtime& runtime, int n);
+
+}  // namespace vkgrad::vk
