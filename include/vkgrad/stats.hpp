@@ -18,6 +18,7 @@ struct RuntimeStats {
   double codegen_ms = 0;            // lowering, optimizing, rendering
   double compile_ms = 0;            // compiler + loading programs
   double run_ms = 0;                // launching and waiting for kernels and copies
+  int64_t validation_messages = 0;  // Khronos validation layer reports (VKGRAD_VALIDATION=1)
 };
 
 RuntimeStats runtime_stats();

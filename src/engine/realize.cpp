@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "cpu/runtime.hpp"
 #include "ir/print.hpp"
 #include "sched/schedule.hpp"
+#include "vk/vk.hpp"
 
 namespace vkgrad {
 namespace engine {
@@ -66,19 +68,40 @@ std::string upper(std::string s) {
   return s;
 }
 
+// Device names: "CPU"; "VULKAN" is the Vulkan device picked by VKGRAD_VK_DEVICE or the
+// selection order (discrete > integrated > virtual > cpu); "VULKAN:N" is device N of that order.
+// "VULKAN:N" naming the picked device is the same device as "VULKAN" (and canonicalizes to it).
+std::unique_ptr<Runtime> open_runtime(const std::string& device) {
+  if (device == "CPU") return cpu::make_runtime();
+  if (device == "VULKAN") return vk::make_runtime(-1);
+  if (device.rfind("VULKAN:", 0) == 0) {
+    const std::string n = device.substr(7);
+    if (!n.empty() && n.size() < 6 && std::all_of(n.begin(), n.end(), ::isdigit))
+      return vk::make_runtime(std::stoi(n));
+  }
+  throw DeviceError(
+      fmt::format("unknown device '{}' (device names: CPU, VULKAN, VULKAN:N)", device));
+}
+
 Runtime& runtime_of(const std::string& device) {
   Devices& d = Devices::get();
   std::lock_guard lock(d.mu);
   auto it = d.open.find(device);
   if (it != d.open.end()) return *it->second;
-  if (device == "CPU") return *d.open.emplace(device, cpu::make_runtime()).first->second;
-  throw DeviceError(fmt::format("unknown device '{}' (available: CPU)", device));
+  try {
+    return *d.open.emplace(device, open_runtime(device)).first->second;
+  } catch (const DeviceError& e) {
+    const std::string why = e.what();
+    if (why.find(device) != std::string::npos) throw;
+    throw DeviceError(fmt::format("device {} does not open: {}", device, why));
+  }
 }
 
 // ---- stats
 // ----------------------------------------------------------------------------------------
 std::mutex g_stats_mu;
 RuntimeStats g_stats;
+int64_t g_validation_base = 0;  // vk::validation_messages() at the last reset
 
 // ---- storage
 // ----------------------------------------------------------------------------------------
@@ -155,8 +178,21 @@ struct CachedSchedule {
 
 struct ScheduleCache {
   std::mutex mu;
-  std::unordered_map<const UOpNode*, std::shared_ptr<CachedSchedule>> by_key;
-  std::unordered_map<const UOpNode*, std::pair<UOp, std::shared_ptr<CompiledKernel>>> kernels;
+  // By (runtime, normalized graph): a graph without buffers (arange, full) names no device.
+  std::map<std::pair<const Runtime*, const UOpNode*>, std::shared_ptr<CachedSchedule>> by_key;
+  // Compiled kernels by (runtime, interned kernel AST): one AST compiles once per device.
+  struct KernelKey {
+    const Runtime* runtime;
+    const UOpNode* ast;
+    bool operator==(const KernelKey&) const = default;
+  };
+  struct KernelKeyHash {
+    size_t operator()(const KernelKey& k) const {
+      return std::hash<const void*>()(k.runtime) * 31 + std::hash<const void*>()(k.ast);
+    }
+  };
+  std::unordered_map<KernelKey, std::pair<UOp, std::shared_ptr<CompiledKernel>>, KernelKeyHash>
+      kernels;
   static ScheduleCache& get() {
     static ScheduleCache* c = new ScheduleCache();
     return *c;
@@ -169,7 +205,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   ScheduleCache& cache = ScheduleCache::get();
   {
     std::lock_guard lock(cache.mu);
-    auto it = cache.by_key.find(g.key.get());
+    auto it = cache.by_key.find({&runtime_of(device), g.key.get()});
     if (it != cache.by_key.end()) {
       std::lock_guard s(g_stats_mu);
       ++g_stats.schedule_cache_hits;
@@ -193,7 +229,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
     std::shared_ptr<CompiledKernel> ck;
     {
       std::lock_guard lock(cache.mu);
-      auto it = cache.kernels.find(k.ast.get());
+      auto it = cache.kernels.find({cs->runtime, k.ast.get()});
       if (it != cache.kernels.end()) ck = it->second.second;
     }
     if (!ck) {
@@ -208,7 +244,8 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
       compile_ms += ms_since(t2);
       ++compiled;
       std::lock_guard lock(cache.mu);
-      cache.kernels.emplace(k.ast.get(), std::make_pair(k.ast, ck));
+      cache.kernels.emplace(ScheduleCache::KernelKey{cs->runtime, k.ast.get()},
+                            std::make_pair(k.ast, ck));
     }
     if (debug_level() >= 3)
       std::fprintf(stderr, "  kernel %zu: %s, %zu buffers\n", cs->kernels.size(), ck->name.c_str(),
@@ -228,7 +265,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   }
   std::lock_guard lock(cache.mu);
   if (cache.by_key.size() >= kMaxCachedSchedules) cache.by_key.clear();
-  return cache.by_key.emplace(g.key.get(), cs).first->second;
+  return cache.by_key.emplace(std::make_pair(cs->runtime, g.key.get()), cs).first->second;
 }
 
 UOp view_of(const UOp& buffer, const Shape& shape) {
@@ -243,9 +280,19 @@ std::string canonical_device(const std::string& device) {
   if (device.empty()) return vkgrad::default_device();
   std::string d = upper(device);
   if (d == "CPU:0") d = "CPU";
+  if (d.rfind("VULKAN:", 0) == 0) {
+    // The picked Vulkan device has one name, "VULKAN", so both spellings share its buffers.
+    try {
+      if (runtime_of("VULKAN").name() == d) return "VULKAN";
+    } catch (const DeviceError&) {
+      // No default Vulkan device; "VULKAN:N" may still open below or explain why not.
+    }
+  }
   runtime_of(d);  // throws DeviceError if it cannot open
   return d;
 }
+
+Runtime& runtime(const std::string& canonical_device) { return runtime_of(canonical_device); }
 
 UOp upload(const void* data, size_t nbytes, DType dtype, int64_t count, const std::string& device) {
   UOp b = new_buffer(dtype, count, device);
@@ -375,8 +422,33 @@ std::string default_device() {
     if (!d.default_device.empty()) return d.default_device;
   }
   std::string dev = "CPU";
-  if (const char* env = std::getenv("DEVICE"); env && *env) dev = engine::upper(env);
-  engine::runtime_of(dev);
+  if (const char* env = std::getenv("DEVICE"); env && *env) {
+    dev = engine::canonical_device(env);
+  } else {
+    // A Vulkan GPU when one opens. A CPU-type Vulkan device (lavapipe) is slower than the CPU
+    // backend, so it is used only when asked for by name.
+    std::string why;
+    const std::vector<vk::DeviceSummary> found = vk::enumerate(&why);
+    const bool gpu = !found.empty() && found[0].type != "cpu" && found[0].type != "other";
+    std::string reason;
+    if (gpu) {
+      try {
+        engine::runtime_of("VULKAN");
+        dev = "VULKAN";
+        reason = fmt::format("Vulkan device '{}' ({})", found[0].name, found[0].type);
+      } catch (const Error& e) {
+        reason = fmt::format("Vulkan device '{}' did not open: {}", found[0].name, e.what());
+      }
+    } else if (!found.empty()) {
+      reason = fmt::format("the only Vulkan device, '{}', is a CPU implementation (DEVICE=VULKAN "
+                           "uses it)",
+                           found[0].name);
+    } else {
+      reason = "no Vulkan device: " + why;
+    }
+    if (engine::debug_level() >= 1)
+      std::fprintf(stderr, "default device %s: %s\n", dev.c_str(), reason.c_str());
+  }
   std::lock_guard lock(d.mu);
   if (d.default_device.empty()) d.default_device = dev;
   return d.default_device;
@@ -389,21 +461,37 @@ void set_default_device(const std::string& device) {
   d.default_device = dev;
 }
 
-std::vector<std::string> devices() { return {"CPU"}; }
+std::vector<std::string> devices() {
+  std::vector<std::string> out{"CPU"};
+  for (const vk::DeviceSummary& s : vk::enumerate()) {
+    const std::string name = fmt::format("VULKAN:{}", s.index);
+    try {
+      out.push_back(engine::canonical_device(name));
+    } catch (const Error&) {
+      // Listed by the loader but does not open: not usable here.
+    }
+  }
+  return out;
+}
 
 std::string device_info() {
   std::string out;
   for (const std::string& d : devices()) out += engine::runtime_of(d).describe() + "\n";
+  std::string why;
+  if (vk::enumerate(&why).empty()) out += "VULKAN: not available (" + why + ")\n";
   return out;
 }
 
 RuntimeStats runtime_stats() {
   std::lock_guard lock(engine::g_stats_mu);
-  return engine::g_stats;
+  RuntimeStats s = engine::g_stats;
+  s.validation_messages = vk::validation_messages() - engine::g_validation_base;
+  return s;
 }
 void reset_runtime_stats() {
   std::lock_guard lock(engine::g_stats_mu);
   engine::g_stats = {};
+  engine::g_validation_base = vk::validation_messages();
 }
 
 }  // namespace vkgrad

@@ -8,12 +8,15 @@
 #include <vector>
 #include <vkgrad/tensor.hpp>
 
+#include "codegen/runtime.hpp"
 #include "ir/uop.hpp"
 
 namespace vkgrad::engine {
 
 // "" -> the default device; "cpu" -> "CPU"; DeviceError naming the device if it cannot open.
 std::string canonical_device(const std::string& device);
+// The backend of a canonical device name (opened on first use; lives until the process ends).
+Runtime& runtime(const std::string& canonical_device);
 
 // A BUFFER node on `device` holding a copy of `nbytes` bytes (count elements of dtype).
 UOp upload(const void* data, size_t nbytes, DType dtype, int64_t count, const std::string& device);

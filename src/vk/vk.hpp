@@ -34,6 +34,21 @@ std::unique_ptr<Runtime> make_runtime(int index);
 // Every message is also printed to stderr.
 int64_t validation_messages();
 
+// Process-wide event counts, so tests can prove what the runtime did (and did not) do.
+struct Counters {
+  int64_t spirv_compiled = 0;       // GLSL -> SPIR-V compiles by glslang
+  int64_t spirv_cache_hits = 0;     // SPIR-V read from the disk cache instead
+  int64_t pipelines_created = 0;    // vkCreateComputePipelines calls
+  int64_t pipeline_cache_hits = 0;  // of those, served by the VkPipelineCache (if reported)
+  int64_t dispatches = 0;           // vkCmdDispatch recorded
+  int64_t barriers = 0;             // compute -> compute barriers recorded between dispatches
+  int64_t submits = 0;              // vkQueueSubmit calls
+  int64_t graph_records = 0;        // graph command buffers recorded (capture and re-records)
+  int64_t graph_rerecords = 0;      // replays that had to record again
+  int64_t descriptor_writes = 0;    // descriptors written into descriptor sets
+};
+Counters counters();
+
 // Benchmark reference: microseconds per dispatch of `n` dependent dispatches of a trivial
 // shader recorded by a bare loop (bind pipeline once, vkCmdDispatch + barrier each) into one
 // command buffer, submitted once. `runtime` must come from make_runtime.

@@ -17,9 +17,19 @@ namespace vkgrad::testing {
 std::vector<std::string> test_devices();
 
 // Base fixture: GetParam() is the device name. dev() for creation calls.
+// Every test fails if the Vulkan validation layer (VKGRAD_VALIDATION=1) reported anything while
+// it ran.
 class DeviceTest : public ::testing::TestWithParam<std::string> {
  protected:
   const std::string& dev() const { return GetParam(); }
+  void SetUp() override { validation_before_ = runtime_stats().validation_messages; }
+  void TearDown() override {
+    EXPECT_EQ(runtime_stats().validation_messages, validation_before_)
+        << "the Vulkan validation layer reported problems (printed above)";
+  }
+
+ private:
+  int64_t validation_before_ = 0;
 };
 
 // Instantiate a DeviceTest-derived suite on every device.

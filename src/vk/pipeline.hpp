@@ -1,0 +1,87 @@
+// vk: compiled kernels — descriptor-set and pipeline layouts shared by kernels with the same
+// number of buffers, the VkPipelineCache kept on disk, and one VkPipeline per kernel and way
+// of binding buffers, created on first use. Depends on device.hpp and compile.hpp.
+#pragma once
+
+#include <volk.h>
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "codegen/program.hpp"
+#include "codegen/runtime.hpp"
+#include "vk/compile.hpp"
+#include "vk/device.hpp"
+
+namespace vkgrad::vk {
+
+// How a dispatch gets its buffers; each needs its own pipeline (layouts must match exactly).
+enum class Binding {
+  push_descriptors,  // vkCmdPushDescriptorSetKHR (run(), where the device has it)
+  descriptor_sets,   // allocated sets; update-after-bind where available (graphs, fallback)
+  device_address,    // the VKG_BDA variant: addresses in push constants, no descriptors
+};
+constexpr int kBindings = 3;
+
+struct Layout {
+  VkDescriptorSetLayout set = VK_NULL_HANDLE;  // none for device_address
+  VkPipelineLayout pipeline = VK_NULL_HANDLE;
+  uint32_t push_bytes = 0;  // the push-constant range, from offset 0
+};
+
+// Layouts and the pipeline cache of one device. Outlives every kernel made from it.
+class Pipelines {
+ public:
+  explicit Pipelines(std::shared_ptr<Device> device);
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  const Layout& layout(Binding binding, int buffers, uint32_t push_bytes);
+  VkPipeline create(const std::string& name, const std::vector<uint32_t>& spirv,
+                    const Layout& layout);
+  // Writes the pipeline cache to disk if it has new pipelines since the last save.
+  void save();
+
+  const std::shared_ptr<Device> device;
+
+ private:
+  void save_locked();
+  std::mutex mu_;
+  std::map<std::tuple<Binding, int, uint32_t>, Layout> layouts_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  std::filesystem::path cache_file_;
+  bool dirty_ = false;
+  std::chrono::steady_clock::time_point last_save_;
+};
+
+class Kernel final : public CompiledKernel {
+ public:
+  Kernel(std::shared_ptr<Pipelines> pipelines, const Program& program);
+  ~Kernel() override;
+
+  // The pipeline and its layout for `binding`, created on first use (thread-safe). The
+  // device_address variant is compiled from source then.
+  VkPipeline pipeline(Binding binding);
+  const Layout& layout(Binding binding);
+
+  std::string source;
+  int num_buffers = 0;
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::vector<bool> writes;
+  uint32_t push_bytes = 0;
+
+ private:
+  std::shared_ptr<Pipelines> pipelines_;
+  std::vector<uint32_t> spirv_;  // descriptor variant
+  std::mutex mu_;
+  std::array<VkPipeline, kBindings> pipelines_by_binding_{};
+};
+
+}  // namespace vkgrad::vk

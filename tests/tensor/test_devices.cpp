@@ -1,0 +1,107 @@
+// tests/tensor: device names and selection, the machine without Vulkan, and every Vulkan device
+// against the CPU backend on the same inputs (beyond each suite's double-precision references).
+#include <cstdlib>
+#include <vkgrad/stats.hpp>
+
+#include "harness.hpp"
+
+namespace vkgrad::testing {
+namespace {
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::vector<std::string> vulkan_devices() {
+  std::vector<std::string> out;
+  for (const std::string& d : devices())
+    if (d != "CPU") out.push_back(d);
+  return out;
+}
+
+TEST(DeviceNames, CanonicalSpellings) {
+  EXPECT_EQ(Tensor::zeros({2}, {}, "cpu").device(), "CPU");
+  EXPECT_EQ(Tensor::zeros({2}, {}, "CPU:0").device(), "CPU");
+  EXPECT_TRUE(has(devices(), "CPU"));
+  try {
+    (void)Tensor::zeros({2}, {}, "TPU");
+    ADD_FAILURE() << "no DeviceError for TPU";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("TPU"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)Tensor::zeros({2}, {}, "VULKAN:x"), DeviceError);
+  EXPECT_THROW((void)Tensor::zeros({2}, {}, "VULKAN:97"), DeviceError);
+}
+
+TEST(DeviceNames, PickedVulkanDeviceHasOneName) {
+  if (!has(devices(), "VULKAN")) GTEST_SKIP() << "no Vulkan device here";
+  EXPECT_EQ(Tensor::zeros({2}, {}, "vulkan").device(), "VULKAN");
+  // Some "VULKAN:N" is the picked device; it canonicalizes to "VULKAN" and shares its buffers.
+  bool found = false;
+  for (int n = 0; n < 8 && !found; ++n) {
+    try {
+      found = Tensor::zeros({2}, {}, "VULKAN:" + std::to_string(n)).device() == "VULKAN";
+    } catch (const DeviceError&) {
+    }
+  }
+  EXPECT_TRUE(found);
+  const std::string info = device_info();
+  EXPECT_NE(info.find("VULKAN"), std::string::npos) << info;
+}
+
+// Run by ctest with VK_ICD_FILENAMES/VK_DRIVER_FILES naming a file that does not exist and
+// VKGRAD_EXPECT_NO_VULKAN=1: everything on the CPU still works; asking for Vulkan explains why
+// it cannot.
+TEST(DeviceNames, WithoutVulkanTheCpuStillWorks) {
+  if (!std::getenv("VKGRAD_EXPECT_NO_VULKAN")) GTEST_SKIP() << "needs VKGRAD_EXPECT_NO_VULKAN=1";
+  EXPECT_EQ(devices(), std::vector<std::string>{"CPU"});
+  EXPECT_EQ(default_device(), "CPU");
+  try {
+    (void)Tensor::zeros({2}, {}, "VULKAN");
+    ADD_FAILURE() << "no DeviceError without a Vulkan driver";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("VULKAN"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(device_info().find("not available"), std::string::npos) << device_info();
+  Tensor x = Tensor::arange(5) * 2;
+  EXPECT_EQ(x.to_vector<int32_t>(), (std::vector<int32_t>{0, 2, 4, 6, 8}));
+}
+
+// Mixed chains (elementwise, broadcasting, reductions, matmul, views) on every Vulkan device and
+// on the CPU from the same inputs: float results agree within float32 rounding, integer results
+// exactly; tensors move between devices with to().
+TEST(CrossDevice, VulkanMatchesCpu) {
+  const std::vector<std::string> vks = vulkan_devices();
+  if (vks.empty()) GTEST_SKIP() << "no Vulkan device here";
+  const int64_t before = runtime_stats().validation_messages;
+  const auto av = random_values(37 * 19, -2, 2, 11), bv = random_values(19 * 23, -2, 2, 12);
+  const auto iv = random_ints(37 * 19, -1000, 1000, 13);
+  auto programs = [](const Tensor& a, const Tensor& b, const Tensor& i) {
+    std::vector<Tensor> out;
+    out.push_back(a.matmul(b).relu().sum(1));
+    out.push_back((a.exp() * a.sin() + a.abs().sqrt()).max(0));
+    out.push_back(a.softmax(1).transpose(0, 1).contiguous().flip(0).pad({{1, 2}, {0, 1}}));
+    out.push_back((i * 7 - (i >> 2)).div(i.abs().mod(13) + 1, "floor").sum(0));
+    out.push_back((a > 0).where(i.cast(dtypes::float32), a * 1000).cast(dtypes::int32));
+    out.push_back(a.cast(dtypes::float16) * 3.0 + 1.0);
+    return out;
+  };
+  const Tensor a = make_tensor(av, {37, 19}, dtypes::float32, "CPU");
+  const Tensor b = make_tensor(bv, {19, 23}, dtypes::float32, "CPU");
+  const Tensor i = make_tensor(iv, {37, 19}, dtypes::int32, "CPU");
+  const std::vector<Tensor> want = programs(a, b, i);
+  for (const std::string& dev : vks) {
+    const std::vector<Tensor> got = programs(a.to(dev), b.to(dev), i.to(dev));
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(got[k].device(), dev);
+      ASSERT_EQ(got[k].shape(), want[k].shape()) << dev << " program " << k;
+      const double tol = want[k].dtype().is_float() ? default_rtol(want[k].dtype()) : 0.0;
+      expect_near(values_of(got[k].to("CPU")), values_of(want[k]), tol, tol,
+                  dev + " program " + std::to_string(k));
+    }
+  }
+  EXPECT_EQ(runtime_stats().validation_messages, before);
+}
+
+}  // namespace
+}  // namespace vkgrad::testing
