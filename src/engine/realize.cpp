@@ -440,9 +440,10 @@ std::string default_device() {
         reason = fmt::format("Vulkan device '{}' did not open: {}", found[0].name, e.what());
       }
     } else if (!found.empty()) {
-      reason = fmt::format("the only Vulkan device, '{}', is a CPU implementation (DEVICE=VULKAN "
-                           "uses it)",
-                           found[0].name);
+      reason = fmt::format(
+          "the only Vulkan device, '{}', is a CPU implementation (DEVICE=VULKAN "
+          "uses it)",
+          found[0].name);
     } else {
       reason = "no Vulkan device: " + why;
     }
