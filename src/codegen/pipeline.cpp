@@ -20,4 +20,14 @@ Program codegen_c(const UOp& ast, const CodegenOptions& options) {
   return p;
 }
 
+Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTarget& target) {
+  Program p;
+  UOp k = simplify_indices(ast);                                 // 1. index and valid math
+  if (options.optimize) k = apply_gpu_optimizations(k, target);  // 2. vec4, tiles, groups
+  p.name = kernel_name(k);                                       // 3. E_/r_ name
+  render_glsl(k, p.name, target, p);                             // 4. linearize, render GLSL
+  p.uops = toposort(k);
+  return p;
+}
+
 }  // namespace vkgrad

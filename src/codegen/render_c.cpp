@@ -1,13 +1,7 @@
 // codegen: linearize a kernel AST into loops and render it as C.
 //
-// Loop structure (a kernel never nests reductions: the scheduler realizes those):
-//   for global ranges (the first one over [start, end): the thread pool's slice)
-//     head:      values that depend on no upcast range and no reduction
-//     per REDUCE: acc[upcast dims][unroll dims] = identity;
-//                 for reduce ranges { for upcast/unroll ranges { body; acc = acc op value } }
-//                 fold the unroll dims
-//     for upcast ranges { epilogue; store }
-// Each node is emitted once per scope that needs it, in topological order.
+// The loop structure is the shared one (linearize.hpp); the global ranges are plain loops, the
+// first over [start, end): the thread pool's slice.
 //
 // Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), integer division
 // by zero gives 0 instead of trapping, division truncates as C's does, float math is IEEE (no
@@ -17,11 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <unordered_map>
-#include <unordered_set>
 #include <vkgrad/error.hpp>
 
+#include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
 
 namespace vkgrad {
@@ -63,8 +56,6 @@ static inline uint16_t vkg_f2bf(float f) {
 static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 )";
-
-std::string ind(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
 
 // Upcast and unroll loops have small constant trip counts: unrolled completely, their
 // accumulators become registers and the C compiler's SLP vectorizer packs them into vectors.
@@ -143,22 +134,6 @@ std::string const_literal(const UOp& c) {
   if (i == INT64_MIN) return "((int64_t)(-9223372036854775807ll-1))";
   if (d.scalar() == dtypes::int64 || d == dtypes::index) return fmt::format("{}ll", i);
   return fmt::format("(({}){})", ctype(d), i);
-}
-
-std::string reduce_identity(Ops op, DType d) {
-  switch (op) {
-    case Ops::ADD:
-      return d.is_float() ? float_literal(0.0, d) : "0";
-    case Ops::MUL:
-      return d.is_float() ? float_literal(1.0, d) : "1";
-    case Ops::MAX:
-      if (d.is_float()) return float_literal(-INFINITY, d);
-      if (d.is_bool() || d.is_unsigned()) return "0";
-      if (d.scalar() == dtypes::int64) return "((int64_t)(-9223372036854775807ll-1))";
-      return fmt::format("(({}){})", ctype(d), dtypes::min_int(d));
-    default:
-      throw InternalError(fmt::format("render_c: no identity for REDUCE {}", op_name(op)));
-  }
 }
 
 // Binary/unary ALU expression in C for result dtype `d` over operand expressions.
@@ -252,19 +227,11 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
   return fmt::format("(({}){})", ctype(to), x);
 }
 
-struct Ranges {
-  std::unordered_map<const UOpNode*, uint64_t> deps;      // range ids a node depends on
-  std::unordered_map<const UOpNode*, bool> reduce_value;  // depends on a REDUCE's result
-};
-
-class CRenderer {
+class CRenderer : public Linearizer {
  public:
-  CRenderer(const UOp& ast, const std::string& name) : ast_(ast), name_(name) {}
+  CRenderer(const UOp& ast, const std::string& name) : Linearizer(ast), name_(name) {}
 
   std::string render(int64_t* parallel_size) {
-    topo_ = toposort(ast_);
-    analyze();
-    const UOp& store = ast_.src(0);
     std::string body;
     // Buffers.
     std::vector<UOp> globals;
@@ -284,292 +251,83 @@ class CRenderer {
     *parallel_size = 1;
     bool first = true;
     for (const UOp& r : ranges_of(AxisType::global)) {
-      const int64_t n = size_of(r);
+      const int64_t n = range_size(r);
       if (first) {
         *parallel_size = n;
-        body += fmt::format("{}for (int64_t {} = start; {} < end; {}++) {{\n", ind(depth),
+        body += fmt::format("{}for (int64_t {} = start; {} < end; {}++) {{\n", indent(depth),
                             name_of(r), name_of(r), name_of(r));
       } else {
-        body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(depth),
+        body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", indent(depth),
                             name_of(r), n);
       }
       first = false;
       ++depth;
     }
     if (first) body += "  if (start >= end) return;\n";
-    // Head: values every later scope may use.
-    std::vector<UOp> roots{store};
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::REDUCE) roots.push_back(u.src(0));
-    const auto head = needed(
-        roots, [&](const UOp& u) { return in_head(u); }, true);
-    emit_nodes(head, depth, body, head_names_);
-    // Reductions.
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::REDUCE) emit_reduce(u, depth, body);
-    // Epilogue over the upcast ranges, then the store.
-    const uint64_t up = upcast_mask_;
-    std::vector<UOp> ups;
-    for (const UOp& r : ranges_of(AxisType::upcast)) ups.push_back(r);
-    int d = depth;
-    for (const UOp& r : ups) {
-      body += kUnroll;
-      body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(d), name_of(r),
-                          size_of(r));
-      ++d;
-    }
-    (void)up;
-    std::unordered_map<const UOpNode*, std::string> names = head_names_;
-    const auto epi = needed(
-        {store}, [&](const UOp& u) { return !in_head(u); }, false);
-    emit_nodes(epi, d, body, names);
-    const UOp& index = store.src(0);
-    const UOp& buf = index.src(0);
-    std::string value = operand(store.src(1), names);
-    const DType vd = store.src(1).dtype();
-    if (vd.scalar() == dtypes::float16) value = fmt::format("vkg_f2h({})", value);
-    if (vd.scalar() == dtypes::bfloat16) value = fmt::format("vkg_f2bf({})", value);
-    body += fmt::format("{}data{}[{}] = {};\n", ind(d), buf.arg_as<int64_t>(),
-                        operand(index.src(1), names), value);
-    for (int i = d - 1; i >= 1; --i) body += fmt::format("{}}}\n", ind(i));
+    emit_body(depth, body);
+    close(depth, 1, body);
     return fmt::format(
         "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
         kPrelude, name_, body);
   }
 
  private:
-  void analyze() {
-    for (const UOp& u : topo_) {
-      uint64_t m = 0;
-      bool rv = false;
-      for (const UOp& s : u.src()) {
-        m |= ranges_.deps[s.get()];
-        rv = rv || ranges_.reduce_value[s.get()] || s.op() == Ops::REDUCE;
-      }
-      if (u.op() == Ops::RANGE) {
-        const auto& a = u.arg_as<AxisArg>();
-        if (a.id >= 64) throw InternalError("render_c: more than 64 ranges in a kernel");
-        m |= uint64_t{1} << a.id;
-        if (a.type == AxisType::upcast) upcast_mask_ |= uint64_t{1} << a.id;
-        all_ranges_.push_back(u);
-      }
-      if (u.op() == Ops::REDUCE) {
-        uint64_t own = 0;
-        for (size_t i = 1; i < u.src().size(); ++i)
-          own |= uint64_t{1} << u.src(i).arg_as<AxisArg>().id;
-        m &= ~own;
-        reduce_mask_[u.get()] = own;
-      }
-      ranges_.deps[u.get()] = m;
-      ranges_.reduce_value[u.get()] = rv;
-    }
-    std::sort(all_ranges_.begin(), all_ranges_.end(), [](const UOp& a, const UOp& b) {
-      return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
-    });
-    all_ranges_.erase(std::unique(all_ranges_.begin(), all_ranges_.end()), all_ranges_.end());
+  std::string type(DType d) const override { return ctype(d); }
+  std::string literal(const UOp& c) const override { return const_literal(c); }
+  // Integer identities print bare (0, 1); the lowest values need their type.
+  std::string identity(Ops op, DType d) const override {
+    const UOp c = reduce_identity(op, d);
+    if (d.is_int() && (c.is_const(0) || c.is_const(1)))
+      return std::to_string(std::get<int64_t>(c.const_value()));
+    return const_literal(c);
+  }
+  std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
+                  const UOp* u) const override {
+    const UOp* divisor = u && u->src().size() > 1 ? &u->src(1) : nullptr;
+    return alu_expr(op, d, sd, s, divisor);
+  }
+  std::string cast(DType from, DType to, const std::string& x) const override {
+    return cast_expr(from, to, x);
+  }
+  std::string bitcast(DType from, DType to, const std::string& x) const override {
+    std::string bits = x;
+    if (from.scalar() == dtypes::float16) bits = fmt::format("vkg_f2h({})", bits);
+    if (from.scalar() == dtypes::bfloat16) bits = fmt::format("vkg_f2bf({})", bits);
+    std::string r =
+        fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
+                    storage_type(from), bits, storage_type(to));
+    if (to.scalar() == dtypes::float16) r = fmt::format("vkg_h2f({})", r);
+    if (to.scalar() == dtypes::bfloat16) r = fmt::format("vkg_bf2f({})", r);
+    return r;
+  }
+  std::string load(const UOp& ld, const Names& names) const override {
+    const UOp& idx = ld.src(0);
+    const DType d = ld.dtype();
+    std::string x =
+        fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
+    if (d.scalar() == dtypes::float16) x = fmt::format("vkg_h2f({})", x);
+    if (d.scalar() == dtypes::bfloat16) x = fmt::format("vkg_bf2f({})", x);
+    if (idx.src().size() > 2)
+      x = fmt::format("({} ? {} : ({}){})", operand(idx.src(2), names), x, ctype(d),
+                      d.is_float() ? float_literal(0.0, d) : "0");
+    return x;
+  }
+  std::string store(const UOp& st, const Names& names, int depth) const override {
+    const UOp& index = st.src(0);
+    std::string value = operand(st.src(1), names);
+    const DType vd = st.src(1).dtype();
+    if (vd.scalar() == dtypes::float16) value = fmt::format("vkg_f2h({})", value);
+    if (vd.scalar() == dtypes::bfloat16) value = fmt::format("vkg_f2bf({})", value);
+    return fmt::format("{}data{}[{}] = {};\n", indent(depth), index.src(0).arg_as<int64_t>(),
+                       operand(index.src(1), names), value);
+  }
+  std::string loop_open(const UOp& r, int depth) const override {
+    return fmt::format("{0}{1}for (int64_t {2} = 0; {2} < {3}; {2}++) {{\n",
+                       r.arg_as<AxisArg>().type == AxisType::reduce ? "" : kUnroll, indent(depth),
+                       name_of(r), range_size(r));
   }
 
-  std::vector<UOp> ranges_of(AxisType t) const {
-    std::vector<UOp> out;
-    for (const UOp& r : all_ranges_)
-      if (r.arg_as<AxisArg>().type == t) out.push_back(r);
-    return out;
-  }
-  static int64_t size_of(const UOp& r) { return std::get<int64_t>(r.src(0).const_value()); }
-  static std::string name_of(const UOp& r) {
-    const auto& a = r.arg_as<AxisArg>();
-    const char* p = a.type == AxisType::global   ? "gidx"
-                    : a.type == AxisType::reduce ? "ridx"
-                                                 : "uidx";
-    return fmt::format("{}{}", p, a.id);
-  }
-
-  static bool is_inline(const UOp& u) {
-    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_GLOBAL ||
-           u.op() == Ops::INDEX || u.op() == Ops::SINK || u.op() == Ops::STORE;
-  }
-  bool in_head(const UOp& u) const {
-    const uint64_t d = ranges_.deps.at(u.get());
-    if (u.op() == Ops::REDUCE || ranges_.reduce_value.at(u.get())) return false;
-    if (d & upcast_mask_) return false;
-    for (const auto& [r, own] : reduce_mask_)
-      if (d & own) return false;
-    for (const UOp& r : all_ranges_) {
-      const auto t = r.arg_as<AxisArg>().type;
-      if (t == AxisType::unroll && (d >> r.arg_as<AxisArg>().id & 1)) return false;
-    }
-    return true;
-  }
-
-  // Nodes reachable from roots (not through REDUCE bodies) that satisfy `keep`, in topo order.
-  // With `into_reduces`, walk into the bodies of REDUCEs too.
-  template <class Keep>
-  std::vector<UOp> needed(const std::vector<UOp>& roots, Keep keep, bool into_reduces) {
-    std::unordered_set<const UOpNode*> seen;
-    std::vector<UOp> stack(roots.begin(), roots.end());
-    while (!stack.empty()) {
-      UOp u = stack.back();
-      stack.pop_back();
-      if (!seen.insert(u.get()).second) continue;
-      if (u.op() == Ops::REDUCE && !into_reduces) continue;
-      for (const UOp& s : u.src()) stack.push_back(s);
-    }
-    std::vector<UOp> out;
-    for (const UOp& u : topo_)
-      if (seen.count(u.get()) && !is_inline(u) && keep(u)) out.push_back(u);
-    return out;
-  }
-
-  std::string operand(const UOp& u, const std::unordered_map<const UOpNode*, std::string>& names) {
-    if (u.op() == Ops::CONST) return const_literal(u);
-    if (u.op() == Ops::RANGE) return name_of(u);
-    auto it = names.find(u.get());
-    if (it == names.end())
-      throw InternalError(fmt::format("render_c: {} used before it is computed", op_name(u.op())));
-    return it->second;
-  }
-
-  void emit_nodes(const std::vector<UOp>& nodes, int depth, std::string& out,
-                  std::unordered_map<const UOpNode*, std::string>& names) {
-    for (const UOp& u : nodes) {
-      if (names.count(u.get())) continue;
-      if (u.op() == Ops::REDUCE) {
-        names[u.get()] = reduce_ref(u);
-        continue;
-      }
-      const std::string v = fmt::format("v{}", next_var_++);
-      std::string e = expr(u, names);
-      // Half floats compute in float but round every result to their own precision.
-      if (is_half(u.dtype()) && (is_alu(u.op()) || u.op() == Ops::BITCAST) &&
-          !(u.op() == Ops::CMPLT || u.op() == Ops::CMPNE || u.op() == Ops::CMPEQ))
-        e = cast_expr(dtypes::float32, u.dtype(), e);
-      out += fmt::format("{}{} {} = {};\n", ind(depth), ctype(u.dtype()), v, e);
-      names[u.get()] = v;
-    }
-  }
-
-  std::string expr(const UOp& u, std::unordered_map<const UOpNode*, std::string>& names) {
-    std::vector<std::string> s;
-    if (u.op() == Ops::LOAD) {
-      const UOp& idx = u.src(0);
-      const DType d = u.dtype();
-      std::string x =
-          fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
-      if (d.scalar() == dtypes::float16) x = fmt::format("vkg_h2f({})", x);
-      if (d.scalar() == dtypes::bfloat16) x = fmt::format("vkg_bf2f({})", x);
-      if (idx.src().size() > 2)
-        x = fmt::format("({} ? {} : ({}){})", operand(idx.src(2), names), x, ctype(d),
-                        d.is_float() ? float_literal(0.0, d) : "0");
-      return x;
-    }
-    for (const UOp& src : u.src()) s.push_back(operand(src, names));
-    if (u.op() == Ops::CAST) return cast_expr(u.src(0).dtype(), u.dtype(), s[0]);
-    if (u.op() == Ops::BITCAST) {
-      const DType from = u.src(0).dtype(), to = u.dtype();
-      std::string bits = s[0];
-      if (from.scalar() == dtypes::float16) bits = fmt::format("vkg_f2h({})", bits);
-      if (from.scalar() == dtypes::bfloat16) bits = fmt::format("vkg_f2bf({})", bits);
-      std::string r =
-          fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
-                      storage_type(from), bits, storage_type(to));
-      if (to.scalar() == dtypes::float16) r = fmt::format("vkg_h2f({})", r);
-      if (to.scalar() == dtypes::bfloat16) r = fmt::format("vkg_bf2f({})", r);
-      return r;
-    }
-    const UOp* divisor = u.src().size() > 1 ? &u.src(1) : nullptr;
-    return alu_expr(u.op(), u.dtype(), u.src(0).dtype(), s, divisor);
-  }
-
-  // Accumulator dims: the upcast ranges the result depends on, then the reduce's unroll ranges.
-  std::vector<UOp> acc_dims(const UOp& r, bool with_unroll) const {
-    std::vector<UOp> dims;
-    const uint64_t d = ranges_.deps.at(r.get());
-    for (const UOp& x : all_ranges_)
-      if (x.arg_as<AxisArg>().type == AxisType::upcast && (d >> x.arg_as<AxisArg>().id & 1))
-        dims.push_back(x);
-    if (with_unroll)
-      for (size_t i = 1; i < r.src().size(); ++i)
-        if (r.src(i).arg_as<AxisArg>().type == AxisType::unroll) dims.push_back(r.src(i));
-    return dims;
-  }
-  std::string reduce_ref(const UOp& r) {
-    std::string s = fmt::format("red{}", reduce_id_.at(r.get()));
-    for (const UOp& x : acc_dims(r, false)) s += "[" + name_of(x) + "]";
-    return s;
-  }
-
-  void emit_reduce(const UOp& r, int depth, std::string& out) {
-    const int id = static_cast<int>(reduce_id_.size());
-    reduce_id_[r.get()] = id;
-    const Ops op = r.arg_as<Ops>();
-    const DType d = r.dtype();
-    const std::vector<UOp> outer = acc_dims(r, false), all = acc_dims(r, true);
-    std::vector<UOp> loops_reduce;
-    for (size_t i = 1; i < r.src().size(); ++i)
-      if (r.src(i).arg_as<AxisArg>().type != AxisType::unroll) loops_reduce.push_back(r.src(i));
-    auto dims_decl = [&](const std::vector<UOp>& dims) {
-      std::string s;
-      for (const UOp& x : dims) s += fmt::format("[{}]", size_of(x));
-      return s;
-    };
-    auto dims_ref = [&](const std::vector<UOp>& dims) {
-      std::string s;
-      for (const UOp& x : dims) s += "[" + name_of(x) + "]";
-      return s;
-    };
-    auto open = [&](const std::vector<UOp>& loops, int& dep) {
-      for (const UOp& x : loops) {
-        if (x.arg_as<AxisArg>().type != AxisType::reduce) out += kUnroll;
-        out += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", ind(dep), name_of(x),
-                           size_of(x));
-        ++dep;
-      }
-    };
-    auto close = [&](int from, int to) {
-      for (int i = from - 1; i >= to; --i) out += fmt::format("{}}}\n", ind(i));
-    };
-    const std::string T = ctype(d);
-    const std::string acc = fmt::format("acc{}", id);
-    out += fmt::format("{}{} {}{};\n", ind(depth), T, acc, dims_decl(all));
-    int dep = depth;
-    open(all, dep);
-    out += fmt::format("{}{}{} = {};\n", ind(dep), acc, dims_ref(all), reduce_identity(op, d));
-    close(dep, depth);
-    dep = depth;
-    open(loops_reduce, dep);
-    open(all, dep);
-    std::unordered_map<const UOpNode*, std::string> names = head_names_;
-    const auto body = needed(
-        {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
-    emit_nodes(body, dep, out, names);
-    const std::string cur = acc + dims_ref(all);
-    out += fmt::format("{}{} = {};\n", ind(dep), cur,
-                       alu_expr(op, d, d, {cur, operand(r.src(0), names)}, nullptr));
-    close(dep, depth);
-    // Fold the unrolled accumulators.
-    const std::string red = fmt::format("red{}", id);
-    out += fmt::format("{}{} {}{};\n", ind(depth), T, red, dims_decl(outer));
-    dep = depth;
-    open(outer, dep);
-    const std::vector<UOp> unrolls(all.begin() + static_cast<long>(outer.size()), all.end());
-    const std::string dst = red + dims_ref(outer);
-    out += fmt::format("{}{} = {};\n", ind(dep), dst, reduce_identity(op, d));
-    open(unrolls, dep);
-    out += fmt::format("{}{} = {};\n", ind(dep), dst,
-                       alu_expr(op, d, d, {dst, acc + dims_ref(all)}, nullptr));
-    close(dep, depth);
-  }
-
-  UOp ast_;
   std::string name_;
-  std::vector<UOp> topo_;
-  Ranges ranges_;
-  std::vector<UOp> all_ranges_;
-  uint64_t upcast_mask_ = 0;
-  std::unordered_map<const UOpNode*, uint64_t> reduce_mask_;
-  std::unordered_map<const UOpNode*, int> reduce_id_;
-  std::unordered_map<const UOpNode*, std::string> head_names_;
-  int next_var_ = 0;
 };
 
 }  // namespace
@@ -591,10 +349,10 @@ std::string kernel_name(const UOp& ast) {
   ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
   std::string name = reduce ? "r" : "E";
   // Global sizes, then reduce sizes, then upcast/unroll sizes (tinygrad's order).
-  for (AxisType t : {AxisType::global, AxisType::reduce, AxisType::upcast, AxisType::unroll})
+  for (AxisType t : {AxisType::global, AxisType::reduce, AxisType::group_reduce, AxisType::upcast,
+                     AxisType::unroll})
     for (const UOp& r : ranges)
-      if (r.arg_as<AxisArg>().type == t)
-        name += fmt::format("_{}", std::get<int64_t>(r.src(0).const_value()));
+      if (r.arg_as<AxisArg>().type == t) name += fmt::format("_{}", range_size(r));
   if (name.size() == 1) name += "_1";
   return name;
 }

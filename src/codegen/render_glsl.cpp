@@ -1,13 +1,971 @@
-// codegen: linearize a kernel AST and render it as a Vulkan GLSL compute shader.
+// codegen: render a kernel AST as a Vulkan GLSL 450 compute shader (the loop structure is the
+// shared one, linearize.hpp).
+//
+// Launch: every global range is flattened into one invocation index
+//   gid = (gl_WorkGroupID.x + gl_WorkGroupID.y * groups.x + gl_WorkGroupID.z * groups.x *
+//          groups.y) * local_size.x + gl_LocalInvocationID.x
+// and decomposed into the global ranges by div/mod, outermost first; padding invocations return.
+// A grouped reduction (reduce ranges typed group_reduce by the GPU optimizer) instead gives each
+// workgroup one output: gid is the workgroup's index and the lanes split the reduction.
+// Index math is `int`: a kernel's index space must fit in int32 (codegen_glsl checks it).
+//
+// Buffers: slot i is `data<i>[]` in binding i of set 0 (`restrict readonly`, slot 0 `restrict
+// writeonly`). With `#define VKG_BDA 1` prepended, the same names are buffer references whose
+// addresses come in a push-constant array `uvec2 addr[num_buffers]` (for buffers beyond
+// maxStorageBufferRange). Where a range of 4 upcast values reads or writes 4 aligned neighbours
+// of a 32-bit buffer, one vec4 access goes through an aliasing block `data<i>_v4[]`; the buffer's
+// binding offset (or address) must then be 16-byte aligned.
+//
+// Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
+// in 32 bits and wrap after every operation, integer division by zero gives 0 and MIN / -1
+// wraps, division truncates and MOD takes the dividend's sign (never GLSL's `%` on signed
+// values), MAX propagates NaN, float16/bfloat16 are stored as uint16_t and every result is
+// rounded to them with bit-exact integer code. Literals are exact: floats that do not survive a
+// decimal round trip are written as their bits.
+//
+// Transcendentals: float32 sqrt and trunc are GLSL's; exp2, log2 and sin are our own, since GLSL
+// promises little (exp2: 3 + 2|x| ULP; log2: 2^-21 absolute near 1, which is 100% relative error
+// for log2(1 + 2^-22); sin: 2^-11 absolute on [-pi, pi] only): exp2 within 2 ULP (2^f by a
+// degree-8 polynomial, |f| <= 0.5, then ldexp), log2 within 2 ULP (frexp, atanh series to s^11),
+// sin about 2 ULP for |x| < 1e5 (Cody-Waite reduction by pi/2 in three fma steps, then Cephes'
+// minimax polynomials on [-pi/4, pi/4]). GLSL has no float64 exp2/log2/sin, so they are ours too:
+// exp2 within 2 ULP (2^f by a degree-14 polynomial, |f| <= 0.5, then ldexp), log2 within 2 ULP
+// (frexp, then an atanh series to s^21), sin within 2 ULP for |x| < 1e9 (Cody-Waite by pi/2 in
+// three fma steps, Taylor polynomials to degree 17/18 on [-pi/4, pi/4]).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
 #include <vkgrad/error.hpp>
 
+#include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
+#include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
+namespace {
 
-Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTarget& target) {
-  (void)ast, (void)options, (void)target;
-  throw InternalError("codegen_glsl: GLSL renderer missing");
+// --- helper functions, emitted (in this order) only when used ---
+enum Helper : int {
+  kIsNanF,
+  kIsNanD,
+  kMaxF,
+  kMaxD,
+  kHalf,
+  kBf16,
+  kDivI,
+  kDivU,
+  kDivL,
+  kDivUL,
+  kExp2F,
+  kLog2F,
+  kSqrtF,
+  kSinF,
+  kExp2D,
+  kLog2D,
+  kSinD,
+  kNumHelpers
+};
+
+constexpr const char* kHelperText[kNumHelpers] = {
+    // kIsNanF, kIsNanD: by the bits, so no fast-math assumption can fold them away.
+    R"(bool vkg_isnanf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+)",
+    R"(bool vkg_isnand(double x) {
+  uvec2 u = unpackDouble2x32(x);
+  uint hi = u.y & 0x7fffffffu;
+  return hi > 0x7ff00000u || (hi == 0x7ff00000u && u.x != 0u);
+}
+)",
+    R"(float vkg_maxf(float a, float b) { return (vkg_isnanf(a) || a > b) ? a : b; }
+)",
+    R"(double vkg_maxd(double a, double b) { return (vkg_isnand(a) || a > b) ? a : b; }
+)",
+    // kHalf: float16 <-> float32 by the bits, rounding to nearest even (the C prelude's code).
+    R"(float vkg_h2f(uint h) {
+  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0u) {
+    if (m == 0u) u = s;
+    else { int sh = 10 - findMSB(m); u = s | (uint(113 - sh) << 23) | (((m << sh) & 0x3ffu) << 13); }
+  } else if (e == 31u) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112u) << 23) | (m << 13);
+  return uintBitsToFloat(u);
+}
+uint vkg_f2h(float f) {
+  uint u = floatBitsToUint(f);
+  uint s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return s | 0x7e00u;
+  if (a >= 0x477ff000u) return s | 0x7c00u;
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return s;
+    uint e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
+    uint r = m >> sh, rem = m & ((1u << sh) - 1u), hf = 1u << (sh - 1u);
+    if (rem > hf || (rem == hf && (r & 1u) != 0u)) r++;
+    return s | r;
+  }
+  uint r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) h++;
+  return s | h;
+}
+)",
+    R"(float vkg_bf2f(uint h) { return uintBitsToFloat(h << 16); }
+uint vkg_f2bf(float f) {
+  uint u = floatBitsToUint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+)",
+    // Integer division: by zero gives 0, MIN / -1 wraps, truncating (the divisor is made safe
+    // first, since SPIR-V leaves both cases undefined and a CPU driver may trap).
+    R"(int vkg_idiv(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return b == 0 ? 0 : b == -1 ? -a : a / d; }
+int vkg_imod(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return (b == 0 || b == -1) ? 0 : a - (a / d) * d; }
+)",
+    R"(uint vkg_udiv(uint a, uint b) { return b == 0u ? 0u : a / max(b, 1u); }
+uint vkg_umod(uint a, uint b) { return b == 0u ? 0u : a % max(b, 1u); }
+)",
+    R"(int64_t vkg_ldiv(int64_t a, int64_t b) { int64_t d = (b == 0l || b == -1l) ? 1l : b; return b == 0l ? 0l : b == -1l ? -a : a / d; }
+int64_t vkg_lmod(int64_t a, int64_t b) { int64_t d = (b == 0l || b == -1l) ? 1l : b; return (b == 0l || b == -1l) ? 0l : a - (a / d) * d; }
+)",
+    R"(uint64_t vkg_uldiv(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a / max(b, 1ul); }
+uint64_t vkg_ulmod(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a % max(b, 1ul); }
+)",
+    // float32 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 8), then 2^n;
+    // GLSL's exp2 promises only 3 + 2|x| ULP.
+    R"(float vkg_exp2f(float x) {
+  if (vkg_isnanf(x)) return x;
+  if (x >= 128.0) return uintBitsToFloat(0x7f800000u);
+  if (x < -151.0) return 0.0;
+  float n = roundEven(x), f = x - n;
+  float p = 1.3215487e-06;
+  p = fma(p, f, 1.5252734e-05);
+  p = fma(p, f, 0.0001540353);
+  p = fma(p, f, 0.0013333558);
+  p = fma(p, f, 0.009618129);
+  p = fma(p, f, 0.05550411);
+  p = fma(p, f, 0.2402265);
+  p = fma(p, f, 0.6931472);
+  p = fma(p, f, 1.0);
+  int e = int(n);
+  return ldexp(ldexp(p, e / 2), e - e / 2);
+}
+)",
+    // float32 log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1)
+    // (series to s^11); GLSL's log2 promises only 2^-21 absolute error near 1.
+    R"(float vkg_log2f(float x) {
+  if (vkg_isnanf(x) || x < 0.0) return uintBitsToFloat(0x7fc00000u);
+  if (x == 0.0) return uintBitsToFloat(0xff800000u);
+  if (floatBitsToUint(x) == 0x7f800000u) return x;
+  int bias = 0;
+  if (x < 1.1754944e-38) { x *= 16777216.0; bias = 24; }
+  int e;
+  float m = frexp(x, e);
+  if (m < 0.70710677) { m *= 2.0; e -= 1; }
+  float s = (m - 1.0) / (m + 1.0), z = s * s;
+  float p = 0.09090909;
+  p = fma(p, z, 0.11111111);
+  p = fma(p, z, 0.14285715);
+  p = fma(p, z, 0.2);
+  p = fma(p, z, 0.33333334);
+  float ln = 2.0 * fma(s * z, p, s);
+  return float(e - bias) + ln * 1.442695;
+}
+)",
+    R"(float vkg_sqrtf(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
+)",
+    // float32 sin: k = nearest integer to x * 2/pi, r = x - k*pi/2 with pi/2 in three parts, each
+    // step one fma (exact product, one rounding), then sin or cos of r by quadrant.
+    R"(float vkg_sinf(float x) {
+  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
+  float k = roundEven(x * 0.63661975);
+  precise float r = fma(-k, 1.5707964, x);
+  r = fma(-k, -4.371139e-08, r);
+  r = fma(-k, -1.7151245e-15, r);
+  float z = r * r;
+  float s = r + r * z * (-0.16666655 + z * (0.008332161 + z * -0.00019515296));
+  float c = 1.0 - 0.5 * z + z * z * (0.041666646 + z * (-0.0013887316 + z * 2.4433157e-05));
+  uint q = uint(int(k - 4.0 * floor(k * 0.25)));
+  float v = (q & 1u) != 0u ? c : s;
+  return (q & 2u) != 0u ? -v : v;
+}
+)",
+    // float64 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 14), then 2^n.
+    R"(double vkg_exp2d(double x) {
+  if (vkg_isnand(x)) return x;
+  if (x > 1024.0lf) return packDouble2x32(uvec2(0u, 0x7ff00000u));
+  if (x < -1080.0lf) return 0.0lf;
+  double n = roundEven(x), f = x - n;
+  double p = 6.778726354822545e-14lf;
+  p = fma(p, f, 1.3691488853904128e-12lf);
+  p = fma(p, f, 2.5678435993488206e-11lf);
+  p = fma(p, f, 4.4455382718708116e-10lf);
+  p = fma(p, f, 7.054911620801123e-09lf);
+  p = fma(p, f, 1.01780860092397e-07lf);
+  p = fma(p, f, 1.321548679014431e-06lf);
+  p = fma(p, f, 1.5252733804059841e-05lf);
+  p = fma(p, f, 0.0001540353039338161lf);
+  p = fma(p, f, 0.0013333558146428443lf);
+  p = fma(p, f, 0.009618129107628477lf);
+  p = fma(p, f, 0.05550410866482158lf);
+  p = fma(p, f, 0.24022650695910072lf);
+  p = fma(p, f, 0.6931471805599453lf);
+  p = fma(p, f, 1.0lf);
+  int e = int(n);
+  return ldexp(ldexp(p, e / 2), e - e / 2);
+}
+)",
+    // float64 log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1).
+    R"(double vkg_log2d(double x) {
+  if (vkg_isnand(x) || x < 0.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  if (x == 0.0lf) return packDouble2x32(uvec2(0u, 0xfff00000u));
+  if (x == packDouble2x32(uvec2(0u, 0x7ff00000u))) return x;
+  int bias = 0;
+  if (x < 2.2250738585072014e-308lf) { x *= 18014398509481984.0lf; bias = 54; }
+  int e;
+  double m = frexp(x, e);
+  if (m < 0.7071067811865476lf) { m *= 2.0lf; e -= 1; }
+  double s = (m - 1.0lf) / (m + 1.0lf), z = s * s;
+  double p = 1.0lf / 21.0lf;
+  p = fma(p, z, 1.0lf / 19.0lf);
+  p = fma(p, z, 1.0lf / 17.0lf);
+  p = fma(p, z, 1.0lf / 15.0lf);
+  p = fma(p, z, 1.0lf / 13.0lf);
+  p = fma(p, z, 1.0lf / 11.0lf);
+  p = fma(p, z, 1.0lf / 9.0lf);
+  p = fma(p, z, 1.0lf / 7.0lf);
+  p = fma(p, z, 1.0lf / 5.0lf);
+  p = fma(p, z, 1.0lf / 3.0lf);
+  double ln = 2.0lf * fma(s * z, p, s);
+  return double(e - bias) + ln * 1.4426950408889634lf;
+}
+)",
+    // float64 sin: Cody-Waite reduction by pi/2 in three fma steps, Taylor polynomials on
+    // [-pi/4, pi/4] (truncation error below 1e-19).
+    R"(double vkg_sind(double x) {
+  if (vkg_isnand(x) || abs(x) == packDouble2x32(uvec2(0u, 0x7ff00000u))) return packDouble2x32(uvec2(0u, 0x7ff80000u));
+  double k = roundEven(x * 0.6366197723675814lf);
+  double r = fma(-k, 1.5707963267948966lf, x);
+  r = fma(-k, 6.123233995736766e-17lf, r);
+  r = fma(-k, -1.4973849048591698e-33lf, r);
+  double z = r * r;
+  double s = 2.8114572543455206e-15lf;
+  s = fma(s, z, -7.647163731819816e-13lf);
+  s = fma(s, z, 1.6059043836821613e-10lf);
+  s = fma(s, z, -2.505210838544172e-08lf);
+  s = fma(s, z, 2.7557319223985893e-06lf);
+  s = fma(s, z, -1.984126984126984e-04lf);
+  s = fma(s, z, 8.333333333333333e-03lf);
+  s = fma(s, z, -1.6666666666666666e-01lf);
+  s = fma(r * z, s, r);
+  double c = -1.5619206968586225e-16lf;
+  c = fma(c, z, 4.779477332387385e-14lf);
+  c = fma(c, z, -1.1470745597729725e-11lf);
+  c = fma(c, z, 2.08767569878681e-09lf);
+  c = fma(c, z, -2.755731922398589e-07lf);
+  c = fma(c, z, 2.48015873015873e-05lf);
+  c = fma(c, z, -1.3888888888888889e-03lf);
+  c = fma(c, z, 4.1666666666666664e-02lf);
+  c = fma(c, z, -0.5lf);
+  c = fma(c, z, 1.0lf);
+  uint q = uint(int(k - 4.0lf * floor(k * 0.25lf)));
+  double v = (q & 1u) != 0u ? c : s;
+  return (q & 2u) != 0u ? -v : v;
+}
+)",
+};
+
+bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
+bool is_small_int(DType d) { return d.is_int() && d != dtypes::index && d.itemsize() < 4; }
+bool is_signed_int(DType d) { return d.is_int() && !d.is_unsigned(); }
+bool is_vec_dtype(DType d) {
+  return d.scalar() == dtypes::float32 || d.scalar() == dtypes::int32 ||
+         d.scalar() == dtypes::uint32;
+}
+
+// The GLSL type values of `d` are computed in: small integers in 32 bits, half floats in float.
+std::string glsl_type(DType d) {
+  switch (d.scalar_type()) {
+    case ScalarType::bool_:
+      return "bool";
+    case ScalarType::int8:
+    case ScalarType::int16:
+    case ScalarType::int32:
+    case ScalarType::index:
+      return "int";
+    case ScalarType::uint8:
+    case ScalarType::uint16:
+    case ScalarType::uint32:
+      return "uint";
+    case ScalarType::int64:
+      return "int64_t";
+    case ScalarType::uint64:
+      return "uint64_t";
+    case ScalarType::float16:
+    case ScalarType::bfloat16:
+    case ScalarType::float32:
+      return "float";
+    case ScalarType::float64:
+      return "double";
+    default:
+      throw InternalError("render_glsl: no GLSL type for " + d.name());
+  }
+}
+// The GLSL type values of `d` are stored in.
+std::string storage_type(DType d) {
+  switch (d.scalar_type()) {
+    case ScalarType::bool_:
+    case ScalarType::uint8:
+      return "uint8_t";
+    case ScalarType::int8:
+      return "int8_t";
+    case ScalarType::int16:
+      return "int16_t";
+    case ScalarType::uint16:
+    case ScalarType::float16:
+    case ScalarType::bfloat16:
+      return "uint16_t";
+    default:
+      return glsl_type(d);
+  }
+}
+std::string vec4_type(DType d) {
+  return d.scalar() == dtypes::float32 ? "vec4" : d.scalar() == dtypes::int32 ? "ivec4" : "uvec4";
+}
+std::string zero_of(DType d) {
+  const std::string t = glsl_type(d);
+  if (t == "bool") return "false";
+  if (t == "int") return "0";
+  if (t == "uint") return "0u";
+  if (t == "int64_t") return "0l";
+  if (t == "uint64_t") return "0ul";
+  if (t == "double") return "0.0lf";
+  return "0.0";
+}
+
+// Wrap a 32-bit result to a small integer type, as C's conversion does.
+std::string wrap(DType d, const std::string& x) {
+  if (!is_small_int(d)) return x;
+  const int bits = d.itemsize() * 8;
+  if (d.is_unsigned()) return fmt::format("({} & {}u)", x, (1u << bits) - 1);
+  return fmt::format("bitfieldExtract({}, 0, {})", x, bits);
+}
+
+std::string float_literal(double v, DType d) {
+  if (d.scalar() == dtypes::float64) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    if (!std::isfinite(v) || (v == 0 && std::signbit(v)))
+      return fmt::format("packDouble2x32(uvec2({}u, {}u))", static_cast<uint32_t>(bits),
+                         static_cast<uint32_t>(bits >> 32));
+    std::string s = fmt::format("{}", v);
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    s += "lf";
+    return v < 0 ? "(" + s + ")" : s;
+  }
+  const float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  auto as_bits = [&] { return fmt::format("uintBitsToFloat(0x{:08x}u)", bits); };
+  if (!std::isfinite(f) || (f == 0 && std::signbit(f))) return as_bits();
+  std::string s = fmt::format("{}", f);
+  // glslang reads a literal as a double and rounds it to float: keep it only if that is exact.
+  const float back = static_cast<float>(std::strtod(s.c_str(), nullptr));
+  if (std::memcmp(&back, &f, 4) != 0) return as_bits();
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return f < 0 ? "(" + s + ")" : s;
+}
+
+std::string int_literal(int64_t i, DType d) {
+  const std::string t = glsl_type(d);
+  if (t == "bool") return i ? "true" : "false";
+  if (t == "uint") return fmt::format("{}u", static_cast<uint32_t>(i));
+  if (t == "uint64_t") return fmt::format("{}ul", static_cast<uint64_t>(i));
+  if (t == "int64_t") {
+    if (i == INT64_MIN) return "(-9223372036854775807l - 1l)";
+    return i < 0 ? fmt::format("({}l)", i) : fmt::format("{}l", i);
+  }
+  if (i < INT32_MIN || i > INT32_MAX)
+    throw InternalError(fmt::format("render_glsl: index constant {} exceeds int32", i));
+  if (i == INT32_MIN) return "(-2147483647 - 1)";
+  return i < 0 ? fmt::format("({})", i) : fmt::format("{}", i);
+}
+
+std::string const_literal(const UOp& c) {
+  const DType d = c.dtype();
+  const ConstValue v = c.const_value();
+  if (d.is_float()) return float_literal(std::get<double>(v), d);
+  if (d.is_bool()) return std::get<bool>(v) ? "true" : "false";
+  return int_literal(std::get<int64_t>(v), d);
+}
+
+// Where the GPU runs the threads of a launch.
+struct Launch {
+  uint32_t local = 1;
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  bool padded = false;
+};
+
+Launch plan_launch(int64_t invocations, uint32_t local, const GlslTarget& t, int64_t per_group) {
+  Launch l;
+  l.local = local;
+  int64_t g = per_group > 0 ? invocations : (invocations + local - 1) / local;
+  for (int dim = 0; dim < 3 && g > 1; ++dim) {
+    const int64_t cap = t.max_group_count[dim];
+    if (dim == 2 && g > cap)
+      throw DeviceError(fmt::format("VULKAN: {} workgroups exceed the device's grid", invocations));
+    // Fill this dimension as evenly as the rest of the grid allows.
+    const int64_t rest = (g + cap - 1) / cap;
+    const int64_t here = (g + rest - 1) / rest;
+    l.groups[dim] = static_cast<uint32_t>(here);
+    g = rest;
+  }
+  const int64_t launched =
+      int64_t{l.groups[0]} * l.groups[1] * l.groups[2] * (per_group > 0 ? 1 : int64_t{local});
+  l.padded = launched != invocations;
+  return l;
+}
+
+class GlslRenderer : public Linearizer {
+ public:
+  GlslRenderer(const UOp& ast, const std::string& name, const GlslTarget& target)
+      : Linearizer(ast), name_(name), target_(target) {
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::group_reduce)
+        grouped_ = true;
+  }
+
+  void render(Program& p) {
+    check_features();
+    find_vectors();
+    std::vector<UOp> globals = ranges_of(AxisType::global);
+    int64_t total = 1;
+    for (const UOp& g : globals) total *= range_size(g);
+    if (total > INT32_MAX) throw DeviceError("VULKAN: a kernel's index space must fit in int32");
+    // Workgroup size: 64 lanes (a multiple of every common subgroup size), fewer for tiny
+    // kernels; a grouped reduction uses up to 256 lanes per output.
+    uint32_t local = std::min<uint32_t>(grouped_ ? 256 : 64, target_.max_workgroup_invocations);
+    if (grouped_) {
+      uint32_t bytes = 0;
+      for (const UOp& u : topo_)
+        if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
+      while (local > 1 && local * bytes > target_.max_shared_bytes) local /= 2;
+    } else {
+      while (local > 1 && local / 2 >= total) local /= 2;
+    }
+    local_ = local;
+    const Launch launch = plan_launch(total, local, target_, grouped_ ? 1 : 0);
+    p.local_size = {launch.local, 1, 1};
+    p.groups = launch.groups;
+
+    std::string body;
+    const std::string wg =
+        launch.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
+        : launch.groups[2] == 1
+            ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", launch.groups[0])
+            : fmt::format(
+                  "(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {} + "
+                  "int(gl_WorkGroupID.z) * {})",
+                  launch.groups[0], launch.groups[0] * launch.groups[1]);
+    if (grouped_) {
+      body += fmt::format("  int gid = {};\n", wg);
+      body += "  int lid = int(gl_LocalInvocationID.x);\n";
+    } else {
+      body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local);
+    }
+    if (launch.padded) body += fmt::format("  if (gid >= {}) return;\n", total);
+    int64_t inner = total;
+    for (size_t i = 0; i < globals.size(); ++i) {
+      const int64_t n = range_size(globals[i]);
+      inner /= n;
+      std::string e = "gid";
+      if (inner > 1) e = fmt::format("(gid / {})", inner);
+      if (i > 0) e = fmt::format("{} % {}", e, n);
+      body += fmt::format("  int {} = {};\n", name_of(globals[i]), e);
+    }
+    emit_body(1, body);
+
+    std::vector<UOp> bufs;
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::DEFINE_GLOBAL) bufs.push_back(u);
+    std::sort(bufs.begin(), bufs.end(),
+              [](const UOp& a, const UOp& b) { return a.arg_as<int64_t>() < b.arg_as<int64_t>(); });
+    const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
+    p.num_buffers = n;
+    p.writes.assign(static_cast<size_t>(n), false);
+    if (n > 0) p.writes[0] = true;
+    p.push_bytes = 0;
+
+    std::string src = "#version 450\n";
+    for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
+    src +=
+        "#ifdef VKG_BDA\n#extension GL_EXT_buffer_reference : require\n"
+        "#extension GL_EXT_buffer_reference_uvec2 : require\n#endif\n";
+    src += fmt::format("layout(local_size_x = {}, local_size_y = 1, local_size_z = 1) in;\n",
+                       launch.local);
+    std::string bda, bound;
+    for (const UOp& b : bufs) {
+      const int64_t slot = b.arg_as<int64_t>();
+      const DType d = b.dtype().base();
+      const char* access = slot == 0 ? "restrict writeonly" : "restrict readonly";
+      const std::string T = storage_type(d);
+      bound +=
+          fmt::format("layout(set = 0, binding = {}, std430) {} buffer B{} {{ {} data{}[]; }};\n",
+                      slot, access, slot, T, slot);
+      bda += fmt::format(
+          "layout(buffer_reference, std430, buffer_reference_align = {}) {} buffer P{} {{ {} v[]; "
+          "}};\n#define data{} P{}(pc.addr[{}]).v\n",
+          d.itemsize(), access, slot, T, slot, slot, slot);
+      if (vec_slots_.count(slot)) {
+        const std::string V = vec4_type(d);
+        bound += fmt::format(
+            "layout(set = 0, binding = {}, std430) {} buffer B{}v {{ {} data{}_v4[]; }};\n", slot,
+            access, slot, V, slot);
+        bda += fmt::format(
+            "layout(buffer_reference, std430, buffer_reference_align = 16) {} buffer P{}v {{ {} "
+            "v[]; }};\n#define data{}_v4 P{}v(pc.addr[{}]).v\n",
+            access, slot, V, slot, slot, slot);
+      }
+    }
+    src += "#ifdef VKG_BDA\n";
+    src += fmt::format("layout(push_constant) uniform Addrs {{ uvec2 addr[{}]; }} pc;\n",
+                       std::max(n, 1));
+    src += bda + "#else\n" + bound + "#endif\n";
+    src += shared_decls_;
+    for (int h = 0; h < kNumHelpers; ++h)
+      if (helpers_[h]) src += kHelperText[h];
+    src += fmt::format("// {}\nvoid main() {{\n{}}}\n", name_, body);
+    p.source = std::move(src);
+  }
+
+ private:
+  // --- features and extensions ---
+  void check_features() {
+    bool s8 = false, s16 = false, i64 = false, f64 = false;
+    auto note = [&](DType d, bool storage) {
+      const ScalarType s = d.scalar_type();
+      if (s == ScalarType::int64 || s == ScalarType::uint64) i64 = true;
+      if (s == ScalarType::float64) f64 = true;
+      if (storage && (s == ScalarType::bool_ || s == ScalarType::int8 || s == ScalarType::uint8))
+        s8 = true;
+      if (storage && (s == ScalarType::int16 || s == ScalarType::uint16 ||
+                      s == ScalarType::float16 || s == ScalarType::bfloat16))
+        s16 = true;
+    };
+    for (const UOp& u : topo_) note(u.dtype().scalar(), u.op() == Ops::DEFINE_GLOBAL);
+    auto need = [](bool have, const char* what, const char* feature) {
+      if (!have)
+        throw DTypeError(
+            fmt::format("VULKAN: {} needs {}, which this device lacks (or "
+                        "VKGRAD_VK_DISABLE turned off)",
+                        what, feature));
+    };
+    if (f64) need(target_.float64, "float64", "shaderFloat64");
+    if (i64) need(target_.int64, "int64/uint64", "shaderInt64");
+    if (s8) need(target_.storage8, "bool/int8/uint8 buffers", "storageBuffer8BitAccess");
+    if (s16)
+      need(target_.storage16, "int16/uint16/float16/bfloat16 buffers", "storageBuffer16BitAccess");
+    if (i64) extensions_.push_back("GL_EXT_shader_explicit_arithmetic_types_int64");
+    if (s8) extensions_.push_back("GL_EXT_shader_8bit_storage");
+    if (s16) extensions_.push_back("GL_EXT_shader_16bit_storage");
+    extensions_.push_back("GL_EXT_control_flow_attributes");
+  }
+
+  // --- vec4 access ---
+  struct VecAccess {
+    UOp range;  // the upcast range of 4 the access spans
+    UOp index;  // the vec4 index: (element index at range = 0) / 4
+  };
+  // `idx` reads base + u for u in [0, 4) of a size-4 upcast range, base a multiple of 4.
+  std::optional<VecAccess> vec_access(const UOp& idx, uint64_t except_mask) const {
+    for (const UOp& u : ranges_of(AxisType::upcast)) {
+      if (range_size(u) != 4 || !((deps(idx) >> u.arg_as<AxisArg>().id) & 1)) continue;
+      if ((except_mask >> u.arg_as<AxisArg>().id) & 1) continue;
+      auto at = [&](int64_t k) { return simplify(substitute(idx, {{u, u.const_like(k)}})); };
+      const UOp base = at(0);
+      bool ok = simplify(base % base.const_like(4)).is_const(0);
+      for (int64_t k = 1; ok && k < 4; ++k) ok = simplify(at(k) - base).is_const(k);
+      if (ok) return VecAccess{u, simplify(base / base.const_like(4))};
+    }
+    return std::nullopt;
+  }
+  void find_vectors() {
+    if (grouped_) return;
+    for (const UOp& u : topo_) {
+      if (u.op() != Ops::LOAD || !is_vec_dtype(u.dtype())) continue;
+      const UOp& idx = u.src(0);
+      const uint64_t valid_deps = idx.src().size() > 2 ? deps(idx.src(2)) : 0;
+      if (auto v = vec_access(idx.src(1), valid_deps)) {
+        vec_loads_.emplace(u.get(), *v);
+        vec_slots_[idx.src(0).arg_as<int64_t>()] = true;
+      }
+    }
+    const UOp& st = ast_.src(0);
+    const std::vector<UOp> ups = ranges_of(AxisType::upcast);
+    if (!ups.empty() && is_vec_dtype(st.src(1).dtype()))
+      if (auto v = vec_access(st.src(0).src(1), 0); v && v->range == ups.back()) {
+        vec_store_ = *v;
+        vec_slots_[0] = true;
+      }
+  }
+  std::vector<UOp> reads(const UOp& u) const override {
+    if (vec_loads_.count(u.get())) {
+      const UOp& idx = u.src(0);
+      return idx.src().size() > 2 ? std::vector<UOp>{idx.src(2)} : std::vector<UOp>{};
+    }
+    if (vec_store_ && u == ast_.src(0)) return {u.src(1)};
+    return u.src();
+  }
+  uint64_t placement(const UOp& u) const override {
+    auto it = vec_loads_.find(u.get());
+    if (it == vec_loads_.end()) return deps(u);
+    return deps(u) & ~(uint64_t{1} << it->second.range.arg_as<AxisArg>().id);
+  }
+  // An index expression that need not exist in the kernel (the vec4 index), rendered inline.
+  std::string inline_expr(const UOp& e, const Names& names) const {
+    Names local = names;
+    for (const UOp& u : toposort(e)) {
+      if (local.count(u.get()) || u.op() == Ops::CONST || u.op() == Ops::RANGE) continue;
+      std::vector<std::string> s;
+      for (const UOp& x : u.src()) s.push_back(operand(x, local));
+      local[u.get()] = alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
+    }
+    return operand(e, local);
+  }
+  bool emit_special(const UOp& u, int depth, std::string& out, Names& names) override {
+    auto it = vec_loads_.find(u.get());
+    if (it == vec_loads_.end()) return false;
+    const UOp& idx = u.src(0);
+    const int64_t slot = idx.src(0).arg_as<int64_t>();
+    const std::string V = vec4_type(u.dtype());
+    std::string x = fmt::format("data{}_v4[{}]", slot, inline_expr(it->second.index, names));
+    if (idx.src().size() > 2)
+      x = fmt::format("({} ? {} : {}(0))", operand(idx.src(2), names), x, V);
+    const std::string v = new_var();
+    out += fmt::format("{}{} {} = {};\n", indent(depth), V, v, x);
+    names[u.get()] = fmt::format("{}[{}]", v, name_of(it->second.range));
+    return true;
+  }
+
+  // --- the language ---
+  bool hoist() const override { return true; }
+  std::string type(DType d) const override { return glsl_type(d); }
+  // `precise` makes the driver keep IEEE semantics (no contraction into fma, no x*0 -> 0 or
+  // x/0 -> ... folding that assumes no NaN or Inf), so results round as the C backend's do.
+  std::string var_type(DType d) const override {
+    return d.is_float() ? "precise " + glsl_type(d) : glsl_type(d);
+  }
+  std::string literal(const UOp& c) const override { return const_literal(c); }
+  void use(Helper h) const {
+    helpers_[h] = true;
+    if (h == kMaxF || h == kExp2F || h == kLog2F || h == kSinF) helpers_[kIsNanF] = true;
+    if (h == kMaxD || h == kExp2D || h == kLog2D || h == kSinD) helpers_[kIsNanD] = true;
+  }
+  std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
+                  const UOp* u) const override {
+    const bool f64 = sd.scalar() == dtypes::float64;
+    const bool b = d.is_bool() && sd.is_bool();
+    auto bin = [&](const char* o) { return fmt::format("({} {} {})", s[0], o, s[1]); };
+    switch (op) {
+      case Ops::ADD:
+        return b ? bin("||") : wrap(d, bin("+"));
+      case Ops::SUB:
+        return b ? bin("^^") : wrap(d, bin("-"));
+      case Ops::MUL:
+        return b ? bin("&&") : wrap(d, bin("*"));
+      case Ops::NEG:
+        if (d.is_bool()) return fmt::format("(!{})", s[0]);
+        return wrap(d, fmt::format("(-{})", s[0]));
+      case Ops::FDIV:
+        // lavapipe folds x / +0.0 to 0 whatever x is (x / -0.0 survives): write out IEEE's
+        // answer instead (NaN for 0 or NaN, else an infinity with x's sign).
+        if (u && u->src(1).is_const() && std::get<double>(u->src(1).const_value()) == 0 &&
+            !std::signbit(std::get<double>(u->src(1).const_value()))) {
+          use(f64 ? kIsNanD : kIsNanF);
+          const UOp inf = UOp::const_(d, std::numeric_limits<double>::infinity());
+          const UOp nan = UOp::const_(d, std::numeric_limits<double>::quiet_NaN());
+          return fmt::format("((vkg_isnan{0}({1}) || {1} == {2}) ? {3} : {1} > {2} ? {4} : -{4})",
+                             f64 ? "d" : "f", s[0], s[1], const_literal(nan), const_literal(inf));
+        }
+        return bin("/");
+      case Ops::IDIV:
+      case Ops::MOD:
+        return divmod(op, d, s, u);
+      case Ops::MAX:
+        if (d.is_bool()) return bin("||");
+        if (d.is_float()) {
+          use(f64 ? kMaxD : kMaxF);
+          return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
+        }
+        return fmt::format("max({}, {})", s[0], s[1]);
+      case Ops::CMPLT:
+        if (sd.is_bool()) return fmt::format("(!{} && {})", s[0], s[1]);
+        return bin("<");
+      case Ops::CMPNE:
+        return bin("!=");
+      case Ops::CMPEQ:
+        return bin("==");
+      case Ops::AND:
+        return b ? bin("&&") : bin("&");
+      case Ops::OR:
+        return b ? bin("||") : bin("|");
+      case Ops::XOR:
+        return b ? bin("^^") : bin("^");
+      case Ops::SHL:
+        return wrap(d, bin("<<"));
+      case Ops::SHR:
+        return bin(">>");
+      case Ops::WHERE:
+        return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
+      case Ops::EXP2:
+        use(f64 ? kExp2D : kExp2F);
+        return fmt::format("vkg_exp2{}({})", f64 ? "d" : "f", s[0]);
+      case Ops::LOG2:
+        use(f64 ? kLog2D : kLog2F);
+        return fmt::format("vkg_log2{}({})", f64 ? "d" : "f", s[0]);
+      case Ops::SIN:
+        use(f64 ? kSinD : kSinF);
+        return fmt::format("vkg_sin{}({})", f64 ? "d" : "f", s[0]);
+      case Ops::SQRT:
+        if (f64) return fmt::format("sqrt({})", s[0]);
+        use(kSqrtF);
+        return fmt::format("vkg_sqrtf({})", s[0]);
+      case Ops::TRUNC:
+        return fmt::format("trunc({})", s[0]);
+      case Ops::RECIPROCAL:
+        return fmt::format("({} / {})", f64 ? "1.0lf" : "1.0", s[0]);
+      default:
+        throw InternalError(fmt::format("render_glsl: no GLSL form for {}", op_name(op)));
+    }
+  }
+  std::string divmod(Ops op, DType d, const std::vector<std::string>& s, const UOp* u) const {
+    const bool idiv = op == Ops::IDIV;
+    const UOp* divisor = u && u->src().size() > 1 ? &u->src(1) : nullptr;
+    const bool safe = (divisor && divisor->is_const() && !divisor->is_const(0) &&
+                       !(is_signed_int(d) && divisor->is_const(-1))) ||
+                      d == dtypes::index;
+    if (safe) {
+      if (idiv) return wrap(d, fmt::format("({} / {})", s[0], s[1]));
+      // GLSL's % is undefined for negative operands (glslang emits a floored OpSMod).
+      const bool nonneg = d.is_unsigned() || (u && u->src(0).vmin() >= 0 && u->src(1).vmin() > 0);
+      if (nonneg) return fmt::format("({} % {})", s[0], s[1]);
+      return fmt::format("({0} - ({0} / {1}) * {1})", s[0], s[1]);
+    }
+    const std::string t = glsl_type(d);
+    const char* fn = nullptr;
+    Helper h = kDivI;
+    if (t == "int") fn = idiv ? "vkg_idiv" : "vkg_imod";
+    if (t == "uint") h = kDivU, fn = idiv ? "vkg_udiv" : "vkg_umod";
+    if (t == "int64_t") h = kDivL, fn = idiv ? "vkg_ldiv" : "vkg_lmod";
+    if (t == "uint64_t") h = kDivUL, fn = idiv ? "vkg_uldiv" : "vkg_ulmod";
+    if (!fn) throw InternalError("render_glsl: integer division of " + d.name());
+    use(h);
+    return wrap(d, fmt::format("{}({}, {})", fn, s[0], s[1]));
+  }
+  std::string cast(DType from, DType to, const std::string& x) const override {
+    if (to.is_bool()) return from.is_bool() ? x : fmt::format("({} != {})", x, zero_of(from));
+    if (to.scalar() == dtypes::float16) {
+      use(kHalf);
+      return fmt::format("vkg_h2f(vkg_f2h(float({})))", x);
+    }
+    if (to.scalar() == dtypes::bfloat16) {
+      use(kBf16);
+      return fmt::format("vkg_bf2f(vkg_f2bf(float({})))", x);
+    }
+    const std::string T = glsl_type(to);
+    if (to.is_float()) return fmt::format("{}({})", T, x);
+    // To an integer. From floats, C on x86 converts through a wider signed integer, so a
+    // negative value wraps into an unsigned type instead of being undefined.
+    if (from.is_float()) {
+      const std::string zero = zero_of(from);
+      if (T == "uint")
+        return wrap(to, fmt::format("({0} < {1} ? uint(int({0})) : uint({0}))", x, zero));
+      if (T == "uint64_t")
+        return fmt::format("({0} < {1} ? uint64_t(int64_t({0})) : uint64_t({0}))", x, zero);
+      return wrap(to, fmt::format("{}({})", T, x));
+    }
+    if (from.is_bool()) return fmt::format("{}({})", T, x);
+    if (glsl_type(from) == T) return is_small_int(to) ? wrap(to, x) : x;
+    return wrap(to, fmt::format("{}({})", T, x));
+  }
+  std::string bitcast(DType from, DType to, const std::string& x) const override {
+    const ScalarType f = from.scalar_type(), t = to.scalar_type();
+    // Half floats' bits as a uint.
+    std::string bits = x;
+    DType bdt = from;
+    if (is_half(from)) {
+      const bool h = f == ScalarType::float16;
+      use(h ? kHalf : kBf16);
+      bits = fmt::format("{}({})", h ? "vkg_f2h" : "vkg_f2bf", x);
+      bdt = dtypes::uint32;
+    }
+    if (t == ScalarType::float16 || t == ScalarType::bfloat16) {
+      const bool h = t == ScalarType::float16;
+      use(h ? kHalf : kBf16);
+      return fmt::format("{}(uint({}) & 0xffffu)", h ? "vkg_h2f" : "vkg_bf2f", bits);
+    }
+    if (bdt.scalar() == dtypes::float32)
+      return fmt::format("floatBits{}({})", t == ScalarType::uint32 ? "ToUint" : "ToInt", bits);
+    if (bdt.scalar() == dtypes::float64)
+      return fmt::format("doubleBitsTo{}({})", t == ScalarType::uint64 ? "Uint64" : "Int64", bits);
+    if (t == ScalarType::float32)
+      return fmt::format("{}BitsToFloat({})", glsl_type(bdt) == "uint" ? "uint" : "int", bits);
+    if (t == ScalarType::float64)
+      return fmt::format("{}BitsToDouble({})", glsl_type(bdt) == "uint64_t" ? "uint64" : "int64",
+                         bits);
+    // Integer to integer of the same width: a conversion that keeps the bits, then the wrap.
+    return wrap(to, fmt::format("{}({})", glsl_type(to), bits));
+  }
+  std::string load(const UOp& ld, const Names& names) const override {
+    const UOp& idx = ld.src(0);
+    const DType d = ld.dtype();
+    std::string x =
+        fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
+    switch (d.scalar_type()) {
+      case ScalarType::bool_:
+        x = fmt::format("(uint({}) != 0u)", x);
+        break;
+      case ScalarType::int8:
+      case ScalarType::int16:
+        x = fmt::format("int({})", x);
+        break;
+      case ScalarType::uint8:
+      case ScalarType::uint16:
+        x = fmt::format("uint({})", x);
+        break;
+      case ScalarType::float16:
+        use(kHalf);
+        x = fmt::format("vkg_h2f(uint({}))", x);
+        break;
+      case ScalarType::bfloat16:
+        use(kBf16);
+        x = fmt::format("vkg_bf2f(uint({}))", x);
+        break;
+      default:
+        break;
+    }
+    if (idx.src().size() > 2)
+      x = fmt::format("({} ? {} : {})", operand(idx.src(2), names), x, zero_of(d));
+    return x;
+  }
+  std::string to_storage(DType d, const std::string& v) const {
+    switch (d.scalar_type()) {
+      case ScalarType::bool_:
+        return fmt::format("uint8_t({} ? 1u : 0u)", v);
+      case ScalarType::float16:
+        use(kHalf);
+        return fmt::format("uint16_t(vkg_f2h({}))", v);
+      case ScalarType::bfloat16:
+        use(kBf16);
+        return fmt::format("uint16_t(vkg_f2bf({}))", v);
+      case ScalarType::int8:
+      case ScalarType::uint8:
+      case ScalarType::int16:
+      case ScalarType::uint16:
+        return fmt::format("{}({})", storage_type(d), v);
+      default:
+        return v;
+    }
+  }
+  std::string store(const UOp& st, const Names& names, int depth) const override {
+    const UOp& index = st.src(0);
+    return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), grouped_ ? "if (lid == 0) " : "",
+                       index.src(0).arg_as<int64_t>(), operand(index.src(1), names),
+                       to_storage(st.src(1).dtype(), operand(st.src(1), names)));
+  }
+  std::string loop_open(const UOp& r, int depth) const override {
+    const bool unroll = r.arg_as<AxisArg>().type != AxisType::reduce;
+    return fmt::format("{0}{1}for (int {2} = 0; {2} < {3}; {2}++) {{\n", indent(depth),
+                       unroll ? "[[unroll]] " : "", name_of(r), range_size(r));
+  }
+
+  // The store of 4 neighbours becomes one vec4 store after the innermost upcast loop.
+  void emit_epilogue(int depth, std::string& out) override {
+    if (!vec_store_) return Linearizer::emit_epilogue(depth, out);
+    const UOp& st = ast_.src(0);
+    const UOp& u = vec_store_->range;
+    const uint64_t bit = uint64_t{1} << u.arg_as<AxisArg>().id;
+    Names names = head_names_;
+    const auto epi = needed(
+        {st.src(1)}, [&](const UOp& x) { return !in_head(x); }, false);
+    std::vector<UOp> outer_nodes, inner_nodes;
+    for (const UOp& x : epi) (placement(x) & bit ? inner_nodes : outer_nodes).push_back(x);
+    std::vector<UOp> ups = ranges_of(AxisType::upcast);
+    ups.pop_back();
+    const int d = emit_nest(ups, outer_nodes, depth, out, names);
+    const std::string v = new_var();
+    out += fmt::format("{}{} {};\n", indent(d), vec4_type(st.src(1).dtype()), v);
+    const int di = emit_nest({u}, inner_nodes, d, out, names);
+    out += fmt::format("{}{}[{}] = {};\n", indent(di), v, name_of(u), operand(st.src(1), names));
+    close(di, d, out);
+    out +=
+        fmt::format("{}data0_v4[{}] = {};\n", indent(d), inline_expr(vec_store_->index, names), v);
+    close(d, depth, out);
+  }
+
+  // A grouped reduction: each lane folds a strided part of the flattened reduce ranges, then the
+  // lanes fold their accumulators pairwise in shared memory.
+  void emit_reduce(const UOp& r, int depth, std::string& out) override {
+    if (!grouped_) return Linearizer::emit_reduce(r, depth, out);
+    const int id = static_cast<int>(reduce_id_.size());
+    reduce_id_[r.get()] = id;
+    const Ops op = r.arg_as<Ops>();
+    const DType d = r.dtype();
+    const std::string T = var_type(d), acc = fmt::format("acc{}", id);
+    const std::string red = fmt::format("red{}", id);
+    const std::string sh = fmt::format("vkg_shared{}", id);
+    shared_decls_ += fmt::format("shared {} {}[{}];\n", type(d), sh, local_);
+    std::vector<UOp> loops(r.src().begin() + 1, r.src().end());
+    int64_t total = 1;
+    for (const UOp& x : loops) total *= range_size(x);
+    out += fmt::format("{}{} {} = {};\n", indent(depth), T, acc, identity(op, d));
+    const std::string f = fmt::format("rflat{}", id);
+    out += fmt::format("{0}for (int {1} = lid; {1} < {2}; {1} += {3}) {{\n", indent(depth), f,
+                       total, local_);
+    int64_t inner = total;
+    for (size_t i = 0; i < loops.size(); ++i) {
+      const int64_t n = range_size(loops[i]);
+      inner /= n;
+      std::string e = f;
+      if (inner > 1) e = fmt::format("({} / {})", f, inner);
+      if (i > 0) e = fmt::format("{} % {}", e, n);
+      out += fmt::format("{}int {} = {};\n", indent(depth + 1), name_of(loops[i]), e);
+    }
+    Names names = head_names_;
+    const auto body = needed(
+        {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
+    emit_nodes(body, depth + 1, out, names);
+    out += fmt::format("{}{} = {};\n", indent(depth + 1), acc,
+                       alu(op, d, d, {acc, operand(r.src(0), names)}, nullptr));
+    out += fmt::format("{}}}\n", indent(depth));
+    out += fmt::format("{}{}[lid] = {};\n{}barrier();\n", indent(depth), sh, acc, indent(depth));
+    out += fmt::format("{0}for (int s = {1}; s > 0; s >>= 1) {{\n", indent(depth), local_ / 2);
+    out += fmt::format("{}if (lid < s) {}[lid] = {};\n", indent(depth + 1), sh,
+                       alu(op, d, d, {sh + "[lid]", sh + "[lid + s]"}, nullptr));
+    out += fmt::format("{}barrier();\n{}}}\n", indent(depth + 1), indent(depth));
+    out += fmt::format("{}{} {} = {}[0];\n", indent(depth), T, red, sh);
+  }
+
+  std::string name_;
+  const GlslTarget& target_;
+  bool grouped_ = false;
+  uint32_t local_ = 64;
+  std::vector<std::string> extensions_;
+  mutable bool helpers_[kNumHelpers] = {};
+  std::unordered_map<const UOpNode*, VecAccess> vec_loads_;
+  std::optional<VecAccess> vec_store_;
+  std::map<int64_t, bool> vec_slots_;
+  std::string shared_decls_;
+};
+
+}  // namespace
+
+void render_glsl(const UOp& ast, const std::string& name, const GlslTarget& target, Program& p) {
+  GlslRenderer(ast, name, target).render(p);
 }
 
 }  // namespace vkgrad

@@ -1,6 +1,6 @@
-// tests/codegen: golden C for canonical kernels. The renderer's output for each kernel below must
-// match tests/codegen/golden/<name>.c byte for byte; regenerate with tools/regen_golden.sh
-// (never edit the files by hand) and review the diff.
+// tests/codegen: golden C and GLSL for canonical kernels. The renderers' output for each kernel
+// below must match tests/codegen/golden/<name>.c / <name>.comp byte for byte; regenerate with
+// tools/regen_golden.sh (never edit the files by hand) and review the diff.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,49 +11,99 @@
 #include "codegen/pipeline.hpp"
 #include "sched/schedule.hpp"
 #include "tensor/tensor_impl.hpp"
+#include "test_glsl_tools.hpp"
 
 namespace vkgrad {
 namespace {
 
-std::string golden_path(const std::string& name) {
-  return std::string(VKGRAD_SOURCE_DIR) + "/tests/codegen/golden/" + name + ".c";
+std::string golden_path(const std::string& name, const std::string& ext) {
+  return std::string(VKGRAD_SOURCE_DIR) + "/tests/codegen/golden/" + name + ext;
 }
 
 // Every kernel of the tensor's schedule, rendered (optimized) and concatenated.
-std::string render_all(const Tensor& t) {
+std::string render_all(const Tensor& t, bool glsl) {
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
   const Schedule s = build_schedule(g.key);
   std::string out;
-  for (const ScheduleKernel& k : s.kernels) out += codegen_c(k.ast, {}).source;
+  for (const ScheduleKernel& k : s.kernels)
+    out += glsl ? codegen_glsl(k.ast, {}, full_target()).source : codegen_c(k.ast, {}).source;
   return out;
 }
 
-void check_golden(const std::string& name, const Tensor& t) {
-  const std::string got = render_all(t);
+void check_golden(const std::string& name, const Tensor& t, bool glsl) {
+  const std::string path = golden_path(name, glsl ? ".comp" : ".c");
+  const std::string got = render_all(t, glsl);
   if (std::getenv("VKGRAD_REGEN_GOLDEN")) {
-    std::ofstream(golden_path(name)) << got;
-    GTEST_SKIP() << "regenerated " << golden_path(name);
+    std::ofstream(path) << got;
+    GTEST_SKIP() << "regenerated " << path;
   }
-  std::ifstream f(golden_path(name));
-  ASSERT_TRUE(f.good()) << "missing " << golden_path(name) << " (run tools/regen_golden.sh)";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << "missing " << path << " (run tools/regen_golden.sh)";
   std::stringstream want;
   want << f.rdbuf();
-  EXPECT_EQ(got, want.str()) << "rendered C for " << name << " changed; if intended, run "
+  EXPECT_EQ(got, want.str()) << "rendered source for " << name << " changed; if intended, run "
                              << "tools/regen_golden.sh and review the diff";
 }
 
 Tensor input(const Shape& s, DType dt = dtypes::float32) { return Tensor::empty(s, dt, "CPU"); }
 
-TEST(Golden, ElementwiseAdd) { check_golden("elementwise_add", input({25, 4}) + input({25, 4})); }
-TEST(Golden, SumRows) { check_golden("sum_rows", input({16, 32}).sum(1)); }
-TEST(Golden, Matmul) { check_golden("matmul", input({8, 32}).matmul(input({32, 16}))); }
-TEST(Golden, PaddedFlippedView) {
-  check_golden("padded_flipped_view",
-               input({5, 3}).permute({1, 0}).pad({{1, 1}, {2, 0}}).flip(1).contiguous());
-}
-TEST(Golden, Softmax) { check_golden("softmax", input({4, 10}).softmax(-1)); }
-TEST(Golden, IntDivision) {
-  check_golden("int_division", input({7}, dtypes::int32).div(input({7}, dtypes::int32), "trunc"));
+// The canonical kernels, each checked as C and as GLSL.
+struct Canonical {
+  const char* name;
+  Tensor (*make)();
+};
+const Canonical kCanonical[] = {
+    {"elementwise_add",
+     [] {
+       return input({25, 4}) + input({25, 4});
+     }},
+    {"sum_rows",
+     [] {
+       return input({16, 32}).sum(1);
+     }},
+    {"matmul",
+     [] {
+       return input({8, 32}).matmul(input({32, 16}));
+     }},
+    {"padded_flipped_view",
+     [] {
+       return input({5, 3}).permute({1, 0}).pad({{1, 1}, {2, 0}}).flip(1).contiguous();
+     }},
+    {"softmax",
+     [] {
+       return input({4, 10}).softmax(-1);
+     }},
+    {"int_division",
+     [] { return input({7}, dtypes::int32).div(input({7}, dtypes::int32), "trunc"); }},
+};
+
+class Golden : public testing::TestWithParam<Canonical> {};
+TEST_P(Golden, C) { check_golden(GetParam().name, GetParam().make(), false); }
+TEST_P(Golden, Glsl) { check_golden(GetParam().name, GetParam().make(), true); }
+INSTANTIATE_TEST_SUITE_P(Canonical, Golden, testing::ValuesIn(kCanonical),
+                         [](const testing::TestParamInfo<Canonical>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// Every golden shader compiles with glslang and passes spirv-val, in both buffer variants.
+TEST(GoldenGlsl, CompilesAndValidates) {
+  if (!have_glsl_tools()) GTEST_SKIP() << "glslangValidator or spirv-val not on PATH";
+  std::vector<std::pair<std::string, std::string>> srcs;
+  for (const Canonical& c : kCanonical) {
+    std::ifstream f(golden_path(c.name, ".comp"));
+    ASSERT_TRUE(f.good()) << c.name;
+    std::stringstream src;
+    src << f.rdbuf();
+    // A golden file may hold several kernels; each starts at its #version line.
+    const std::string all = src.str();
+    for (size_t at = 0; at < all.size();) {
+      size_t next = all.find("#version", at + 1);
+      if (next == std::string::npos) next = all.size();
+      srcs.emplace_back(c.name, all.substr(at, next - at));
+      at = next;
+    }
+  }
+  EXPECT_EQ(validate_glsl_all(srcs), "");
 }
 
 }  // namespace

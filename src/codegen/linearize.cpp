@@ -1,0 +1,248 @@
+// codegen: the shared loop structure of the C and GLSL renderers (see linearize.hpp).
+#include "codegen/linearize.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <vkgrad/error.hpp>
+
+namespace vkgrad {
+
+int64_t range_size(const UOp& r) {
+  return r.src(0).is_const() ? std::get<int64_t>(r.src(0).const_value()) : -1;
+}
+
+UOp reduce_identity(Ops op, DType d) {
+  switch (op) {
+    case Ops::ADD:
+      return UOp::const_(d, int64_t{0});
+    case Ops::MUL:
+      return UOp::const_(d, int64_t{1});
+    case Ops::MAX:
+      if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
+      if (d.is_bool()) return UOp::const_(d, false);
+      return UOp::const_(d, dtypes::min_int(d));
+    default:
+      throw InternalError(fmt::format("codegen: no identity for REDUCE {}", op_name(op)));
+  }
+}
+
+std::string indent(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
+
+namespace {
+bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
+bool has(uint64_t mask, const UOp& r) { return (mask >> r.arg_as<AxisArg>().id) & 1; }
+}  // namespace
+
+Linearizer::Linearizer(const UOp& ast) : ast_(ast), topo_(toposort(ast)) {
+  for (const UOp& u : topo_) {
+    uint64_t m = 0;
+    bool rv = false;
+    for (const UOp& s : u.src()) {
+      m |= deps_[s.get()];
+      rv = rv || reduce_value_[s.get()] || s.op() == Ops::REDUCE;
+    }
+    if (u.op() == Ops::RANGE) {
+      const auto& a = u.arg_as<AxisArg>();
+      if (a.id >= 64) throw InternalError("codegen: more than 64 ranges in a kernel");
+      m |= uint64_t{1} << a.id;
+      if (a.type == AxisType::upcast) upcast_mask_ |= uint64_t{1} << a.id;
+      all_ranges_.push_back(u);
+    }
+    if (u.op() == Ops::REDUCE) {
+      uint64_t own = 0;
+      for (size_t i = 1; i < u.src().size(); ++i)
+        own |= uint64_t{1} << u.src(i).arg_as<AxisArg>().id;
+      m &= ~own;
+      reduce_mask_[u.get()] = own;
+    }
+    deps_[u.get()] = m;
+    reduce_value_[u.get()] = rv;
+  }
+  std::sort(all_ranges_.begin(), all_ranges_.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  });
+  all_ranges_.erase(std::unique(all_ranges_.begin(), all_ranges_.end()), all_ranges_.end());
+}
+
+std::vector<UOp> Linearizer::ranges_of(AxisType t) const {
+  std::vector<UOp> out;
+  for (const UOp& r : all_ranges_)
+    if (r.arg_as<AxisArg>().type == t) out.push_back(r);
+  return out;
+}
+
+std::string Linearizer::name_of(const UOp& r) {
+  const auto& a = r.arg_as<AxisArg>();
+  const char* p = a.type == AxisType::global                                       ? "gidx"
+                  : a.type == AxisType::reduce || a.type == AxisType::group_reduce ? "ridx"
+                                                                                   : "uidx";
+  return fmt::format("{}{}", p, a.id);
+}
+
+bool Linearizer::in_head(const UOp& u) const {
+  const uint64_t d = deps(u);
+  if (u.op() == Ops::REDUCE || reduce_value_.at(u.get())) return false;
+  if (d & upcast_mask_) return false;
+  for (const auto& [r, own] : reduce_mask_)
+    if (d & own) return false;
+  for (const UOp& r : all_ranges_)
+    if (r.arg_as<AxisArg>().type == AxisType::unroll && has(d, r)) return false;
+  return true;
+}
+
+std::string Linearizer::operand(const UOp& u, const Names& names) const {
+  if (u.op() == Ops::CONST) return literal(u);
+  if (u.op() == Ops::RANGE) return name_of(u);
+  auto it = names.find(u.get());
+  if (it == names.end())
+    throw InternalError(fmt::format("codegen: {} used before it is computed", op_name(u.op())));
+  return it->second;
+}
+
+std::string Linearizer::expr(const UOp& u, const Names& names) const {
+  if (u.op() == Ops::LOAD) return load(u, names);
+  std::vector<std::string> s;
+  for (const UOp& src : u.src()) s.push_back(operand(src, names));
+  if (u.op() == Ops::CAST) return cast(u.src(0).dtype(), u.dtype(), s[0]);
+  if (u.op() == Ops::BITCAST) return bitcast(u.src(0).dtype(), u.dtype(), s[0]);
+  return alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
+}
+
+void Linearizer::emit_nodes(const std::vector<UOp>& nodes, int depth, std::string& out,
+                            Names& names) {
+  for (const UOp& u : nodes) {
+    if (names.count(u.get())) continue;
+    if (u.op() == Ops::REDUCE) {
+      names[u.get()] = reduce_ref(u);
+      continue;
+    }
+    if (emit_special(u, depth, out, names)) continue;
+    const std::string v = new_var();
+    std::string e = expr(u, names);
+    // Half floats compute in float but round every result to their own precision.
+    if (is_half(u.dtype()) && (is_alu(u.op()) || u.op() == Ops::BITCAST) &&
+        !(u.op() == Ops::CMPLT || u.op() == Ops::CMPNE || u.op() == Ops::CMPEQ))
+      e = cast(dtypes::float32, u.dtype(), e);
+    out += fmt::format("{}{} {} = {};\n", indent(depth), var_type(u.dtype()), v, e);
+    names[u.get()] = v;
+  }
+}
+
+int Linearizer::emit_nest(const std::vector<UOp>& loops, const std::vector<UOp>& nodes, int depth,
+                          std::string& out, Names& names) {
+  std::vector<std::vector<UOp>> at(loops.size() + 1);
+  for (const UOp& u : nodes) {
+    size_t level = loops.size();
+    if (hoist()) {
+      const uint64_t p = placement(u);
+      level = 0;
+      for (size_t i = 0; i < loops.size(); ++i)
+        if (has(p, loops[i])) level = i + 1;
+    }
+    at[level].push_back(u);
+  }
+  emit_nodes(at[0], depth, out, names);
+  for (size_t i = 0; i < loops.size(); ++i) {
+    out += loop_open(loops[i], depth++);
+    emit_nodes(at[i + 1], depth, out, names);
+  }
+  return depth;
+}
+
+void Linearizer::close(int from, int to, std::string& out) {
+  for (int i = from - 1; i >= to; --i) out += fmt::format("{}}}\n", indent(i));
+}
+
+std::vector<UOp> Linearizer::acc_dims(const UOp& r, bool with_unroll) const {
+  std::vector<UOp> dims;
+  const uint64_t d = deps(r);
+  for (const UOp& x : all_ranges_)
+    if (x.arg_as<AxisArg>().type == AxisType::upcast && has(d, x)) dims.push_back(x);
+  if (with_unroll)
+    for (size_t i = 1; i < r.src().size(); ++i)
+      if (r.src(i).arg_as<AxisArg>().type == AxisType::unroll) dims.push_back(r.src(i));
+  return dims;
+}
+
+std::string Linearizer::reduce_ref(const UOp& r) const {
+  std::string s = fmt::format("red{}", reduce_id_.at(r.get()));
+  for (const UOp& x : acc_dims(r, false)) s += "[" + name_of(x) + "]";
+  return s;
+}
+
+void Linearizer::emit_body(int depth, std::string& out) {
+  const UOp& store = ast_.src(0);
+  // Head: values every later scope may use.
+  std::vector<UOp> roots{store};
+  for (const UOp& u : topo_)
+    if (u.op() == Ops::REDUCE) roots.push_back(u.src(0));
+  const auto head = needed(
+      roots, [&](const UOp& u) { return in_head(u); }, true);
+  emit_nodes(head, depth, out, head_names_);
+  for (const UOp& u : topo_)
+    if (u.op() == Ops::REDUCE) emit_reduce(u, depth, out);
+  emit_epilogue(depth, out);
+}
+
+void Linearizer::emit_epilogue(int depth, std::string& out) {
+  const UOp& st = ast_.src(0);
+  Names names = head_names_;
+  const auto epi = needed(
+      {st}, [&](const UOp& u) { return !in_head(u); }, false);
+  const int d = emit_nest(ranges_of(AxisType::upcast), epi, depth, out, names);
+  out += store(st, names, d);
+  close(d, depth, out);
+}
+
+void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
+  const int id = static_cast<int>(reduce_id_.size());
+  reduce_id_[r.get()] = id;
+  const Ops op = r.arg_as<Ops>();
+  const DType d = r.dtype();
+  const std::vector<UOp> outer = acc_dims(r, false), all = acc_dims(r, true);
+  std::vector<UOp> loops;
+  for (size_t i = 1; i < r.src().size(); ++i)
+    if (r.src(i).arg_as<AxisArg>().type != AxisType::unroll) loops.push_back(r.src(i));
+  auto dims_decl = [&](const std::vector<UOp>& dims) {
+    std::string s;
+    for (const UOp& x : dims) s += fmt::format("[{}]", range_size(x));
+    return s;
+  };
+  auto dims_ref = [&](const std::vector<UOp>& dims) {
+    std::string s;
+    for (const UOp& x : dims) s += "[" + name_of(x) + "]";
+    return s;
+  };
+  const std::string T = var_type(d);
+  const std::string acc = fmt::format("acc{}", id);
+  Names none;
+  out += fmt::format("{}{} {}{};\n", indent(depth), T, acc, dims_decl(all));
+  int dep = emit_nest(all, {}, depth, out, none);
+  out += fmt::format("{}{}{} = {};\n", indent(dep), acc, dims_ref(all), identity(op, d));
+  close(dep, depth, out);
+  Names names = head_names_;
+  const auto body = needed(
+      {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
+  std::vector<UOp> nest = loops;
+  nest.insert(nest.end(), all.begin(), all.end());
+  dep = emit_nest(nest, body, depth, out, names);
+  const std::string cur = acc + dims_ref(all);
+  out += fmt::format("{}{} = {};\n", indent(dep), cur,
+                     alu(op, d, d, {cur, operand(r.src(0), names)}, nullptr));
+  close(dep, depth, out);
+  // Fold the unrolled accumulators.
+  const std::string red = fmt::format("red{}", id);
+  out += fmt::format("{}{} {}{};\n", indent(depth), T, red, dims_decl(outer));
+  dep = emit_nest(outer, {}, depth, out, none);
+  const std::vector<UOp> unrolls(all.begin() + static_cast<long>(outer.size()), all.end());
+  const std::string dst = red + dims_ref(outer);
+  out += fmt::format("{}{} = {};\n", indent(dep), dst, identity(op, d));
+  dep = emit_nest(unrolls, {}, dep, out, none);
+  out += fmt::format("{}{} = {};\n", indent(dep), dst,
+                     alu(op, d, d, {dst, acc + dims_ref(all)}, nullptr));
+  close(dep, depth, out);
+}
+
+}  // namespace vkgrad

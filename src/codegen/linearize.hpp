@@ -1,0 +1,142 @@
+// codegen: the language-neutral half of rendering — turns an optimized kernel AST into scoped
+// loops (head, one block per reduction, the upcast epilogue) and asks a language subclass for
+// every type, literal, expression and loop header. render_c.cpp and render_glsl.cpp build on it.
+// Depends on ir only.
+//
+// Loop structure (a kernel never nests reductions: the scheduler realizes those):
+//   [global ranges: loops (C) or the invocation index (GLSL), opened by the language]
+//     head:      values that depend on no upcast range and no reduction
+//     per REDUCE: acc[upcast dims][unroll dims] = identity;
+//                 for reduce ranges { for upcast/unroll ranges { body; acc = acc op value } }
+//                 red[upcast dims] = fold of acc over the unroll dims
+//     for upcast ranges { epilogue; store }
+// Each node is emitted once per scope that needs it, in topological order, so the output is
+// deterministic (no pointer-keyed map is ever iterated to emit code).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+// The constant trip count of a RANGE, or -1 when it is symbolic.
+int64_t range_size(const UOp& r);
+// The value a reduction starts from: 0 for ADD, 1 for MUL, the dtype's lowest value for MAX.
+UOp reduce_identity(Ops op, DType d);
+
+// Rendered names of the nodes computed so far in one scope.
+using Names = std::unordered_map<const UOpNode*, std::string>;
+
+std::string indent(int depth);
+
+class Linearizer {
+ public:
+  explicit Linearizer(const UOp& ast);
+  virtual ~Linearizer() = default;
+  Linearizer(const Linearizer&) = delete;
+  Linearizer& operator=(const Linearizer&) = delete;
+
+ protected:
+  // --- the language ---
+  // The type values of `d` are computed in.
+  virtual std::string type(DType d) const = 0;
+  // The type a computed variable of `d` is declared with (a language may add qualifiers).
+  virtual std::string var_type(DType d) const { return type(d); }
+  virtual std::string literal(const UOp& c) const = 0;
+  virtual std::string identity(Ops op, DType d) const { return literal(reduce_identity(op, d)); }
+  // An ALU expression of result dtype `d` over operands `s` (of dtype `sd`); `u` is the node, or
+  // null when the renderer combines accumulators.
+  virtual std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
+                          const UOp* u) const = 0;
+  virtual std::string cast(DType from, DType to, const std::string& x) const = 0;
+  virtual std::string bitcast(DType from, DType to, const std::string& x) const = 0;
+  virtual std::string load(const UOp& ld, const Names& names) const = 0;
+  // The statement storing the kernel's result (the index and value are already computed).
+  virtual std::string store(const UOp& st, const Names& names, int depth) const = 0;
+  // The line(s) opening a loop over range `r`, ending in "{\n".
+  virtual std::string loop_open(const UOp& r, int depth) const = 0;
+  // Emit each node in a loop nest at the outermost level where its ranges exist (loop-invariant
+  // code motion), instead of in the innermost loop.
+  virtual bool hoist() const { return false; }
+  // The ranges a node must be placed under (its own, unless the language computes it as a
+  // vector over one of them).
+  virtual uint64_t placement(const UOp& u) const { return deps(u); }
+  // The operands a node's computation reads (fewer when the language computes it another way,
+  // as a vector load that needs no scalar index).
+  virtual std::vector<UOp> reads(const UOp& u) const { return u.src(); }
+  // A language may emit a node its own way (a vector load); true when it did.
+  virtual bool emit_special(const UOp& u, int depth, std::string& out, Names& names) {
+    (void)u, (void)depth, (void)out, (void)names;
+    return false;
+  }
+  // One REDUCE's block (accumulators, loops, fold); the default is the per-thread loop.
+  virtual void emit_reduce(const UOp& r, int depth, std::string& out);
+  // The upcast loops, the epilogue and the store.
+  virtual void emit_epilogue(int depth, std::string& out);
+
+  // --- the shared structure ---
+  // Head, reductions and epilogue at `depth` (inside the global scope).
+  void emit_body(int depth, std::string& out);
+  std::vector<UOp> ranges_of(AxisType t) const;
+  static std::string name_of(const UOp& r);
+  std::string operand(const UOp& u, const Names& names) const;
+  // The expression computing `u` from its operands' names.
+  std::string expr(const UOp& u, const Names& names) const;
+  void emit_nodes(const std::vector<UOp>& nodes, int depth, std::string& out, Names& names);
+  // Open `loops` at `depth`, emitting `nodes` in them (hoisted or innermost); returns the depth
+  // inside the innermost loop. The caller closes the loops.
+  int emit_nest(const std::vector<UOp>& loops, const std::vector<UOp>& nodes, int depth,
+                std::string& out, Names& names);
+  static void close(int from, int to, std::string& out);
+  bool in_head(const UOp& u) const;
+  // Nodes reachable from roots that satisfy `keep`, in topological order; with `into_reduces`,
+  // also through the bodies of REDUCEs.
+  template <class Keep>
+  std::vector<UOp> needed(const std::vector<UOp>& roots, Keep keep, bool into_reduces) const;
+  uint64_t deps(const UOp& u) const { return deps_.at(u.get()); }
+  // Accumulator dims: the upcast ranges the result depends on, then the reduce's unroll ranges.
+  std::vector<UOp> acc_dims(const UOp& r, bool with_unroll) const;
+  std::string reduce_ref(const UOp& r) const;
+  std::string new_var() { return "v" + std::to_string(next_var_++); }
+
+  UOp ast_;
+  std::vector<UOp> topo_;
+  std::vector<UOp> all_ranges_;  // sorted by axis id
+  uint64_t upcast_mask_ = 0;
+  std::unordered_map<const UOpNode*, uint64_t> deps_;         // range ids a node depends on
+  std::unordered_map<const UOpNode*, bool> reduce_value_;     // depends on a REDUCE's result
+  std::unordered_map<const UOpNode*, uint64_t> reduce_mask_;  // a REDUCE's own ranges
+  std::unordered_map<const UOpNode*, int> reduce_id_;
+  Names head_names_;
+
+ private:
+  int next_var_ = 0;
+};
+
+template <class Keep>
+std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
+                                    bool into_reduces) const {
+  std::unordered_map<const UOpNode*, bool> seen;
+  std::vector<UOp> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.emplace(u.get(), true).second) continue;
+    if (u.op() == Ops::REDUCE && !into_reduces) continue;
+    for (const UOp& s : reads(u)) stack.push_back(s);
+  }
+  auto is_inline = [](const UOp& u) {
+    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_GLOBAL ||
+           u.op() == Ops::INDEX || u.op() == Ops::SINK || u.op() == Ops::STORE;
+  };
+  std::vector<UOp> out;
+  for (const UOp& u : topo_)
+    if (seen.count(u.get()) && !is_inline(u) && keep(u)) out.push_back(u);
+  return out;
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,71 @@
+#version 450
+#extension GL_EXT_control_flow_attributes : require
+#ifdef VKG_BDA
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference_uvec2 : require
+#endif
+layout(local_size_x = 2, local_size_y = 1, local_size_z = 1) in;
+#ifdef VKG_BDA
+layout(push_constant) uniform Addrs { uvec2 addr[3]; } pc;
+layout(buffer_reference, std430, buffer_reference_align = 4) restrict writeonly buffer P0 { float v[]; };
+#define data0 P0(pc.addr[0]).v
+layout(buffer_reference, std430, buffer_reference_align = 16) restrict writeonly buffer P0v { vec4 v[]; };
+#define data0_v4 P0v(pc.addr[0]).v
+layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P1 { float v[]; };
+#define data1 P1(pc.addr[1]).v
+layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P2 { float v[]; };
+#define data2 P2(pc.addr[2]).v
+layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly buffer P2v { vec4 v[]; };
+#define data2_v4 P2v(pc.addr[2]).v
+#else
+layout(set = 0, binding = 0, std430) restrict writeonly buffer B0 { float data0[]; };
+layout(set = 0, binding = 0, std430) restrict writeonly buffer B0v { vec4 data0_v4[]; };
+layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]; };
+layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { float data2[]; };
+layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v4[]; };
+#endif
+// r_2_32_8_2_4
+void main() {
+  int gid = int(gl_WorkGroupID.x) * 2 + int(gl_LocalInvocationID.x);
+  int gidx1 = gid;
+  precise float acc0[8][2][4];
+  [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
+      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
+        acc0[uidx3][uidx4][uidx5] = 0.0;
+      }
+    }
+  }
+  for (int ridx2 = 0; ridx2 < 32; ridx2++) {
+    [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+      int v0 = (uidx3 * 32);
+      int v1 = (ridx2 + v0);
+      precise float v2 = data1[v1];
+      [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
+        vec4 v3 = data2_v4[(((gidx1 * 2) + (ridx2 * 4)) + uidx4)];
+        [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
+          precise float v4 = (v2 * v3[uidx5]);
+          acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v4);
+        }
+      }
+    }
+  }
+  precise float red0[8][2][4];
+  [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
+      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
+        red0[uidx3][uidx4][uidx5] = 0.0;
+        red0[uidx3][uidx4][uidx5] = (red0[uidx3][uidx4][uidx5] + acc0[uidx3][uidx4][uidx5]);
+      }
+    }
+  }
+  [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
+      vec4 v5;
+      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
+        v5[uidx5] = red0[uidx3][uidx4][uidx5];
+      }
+      data0_v4[(((gidx1 * 2) + (uidx3 * 4)) + uidx4)] = v5;
+    }
+  }
+}
