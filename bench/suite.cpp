@@ -1,9 +1,9 @@
 // bench: the `vkgrad bench` suite. Each case uploads random inputs with Tensor::from_vector and
-// realizes them, then times building its result and realize(): one warm-up run, then runs until
-// they add up to about a second (at least three), and reports the median. Every result is checked
-// against OpenBLAS, the C loop or double-precision host math, and a wrong one prints FAIL.
-// bench/README.md describes each case, the method and the JSON.
-#include "suite.hpp"
+// realizes them, then times building its result and realize() (harness.hpp: one warm-up run,
+// then runs until they add up to about a second, and the median). Every result is checked
+// against OpenBLAS, the C loop, a hand-written shader or double-precision host math, and a
+// wrong one prints FAIL. bench/README.md describes each case, the method and the JSON.
+#include "bench/suite.hpp"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -28,7 +28,10 @@
 #include <utility>
 #include <vkgrad/vkgrad.hpp>
 
-#include "reference.h"
+#include "bench/harness.hpp"
+#include "bench/reference.h"
+#include "engine/realize.hpp"
+#include "vk/vk.hpp"
 
 #ifndef VKGRAD_REFERENCE_CC
 #define VKGRAD_REFERENCE_CC "the C compiler"
@@ -38,11 +41,6 @@ namespace vkgrad::bench {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -54,32 +52,6 @@ std::string trim(const std::string& s) {
   if (b == std::string::npos) return {};
   size_t e = s.find_last_not_of(" \t");
   return s.substr(b, e - b + 1);
-}
-
-// ---- random inputs (splitmix64: fast enough for 16M floats, the same on every run) ----------
-
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float uniform(float lo, float hi) {  // [lo, hi)
-    return lo + (hi - lo) * static_cast<float>(next() >> 40) * 0x1p-24f;
-  }
-
- private:
-  uint64_t state_;
-};
-
-std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = rng.uniform(lo, hi);
-  return v;
 }
 
 Tensor upload(const std::vector<float>& data, Shape shape, const std::string& device) {
@@ -106,14 +78,6 @@ RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b) {
   return d;
 }
 
-// One timed run: wall time of what the case times, the part of it spent building the lazy
-// graph, and what runtime_stats() counted meanwhile.
-struct Sample {
-  double ms = 0;
-  double build_ms = 0;
-  RuntimeStats stats;
-};
-
 // Times building a result and realizing it. The result goes to `keep`, which frees the previous
 // one after the clock stopped.
 Sample time_realize(const std::function<Tensor()>& build, Tensor& keep) {
@@ -127,55 +91,11 @@ Sample time_realize(const std::function<Tensor()>& build, Tensor& keep) {
   return s;
 }
 
-Sample time_host(const std::function<void()>& fn) {
-  Clock::time_point t0 = Clock::now();
-  fn();
-  return Sample{ms_since(t0), 0, {}};
-}
-
-constexpr int kMinRuns = 3;
-constexpr int kMaxRuns = 1000;
-constexpr double kTargetMs = 1000;   // timed runs of one side of a case add up to at least this
-constexpr double kMaxWallMs = 4000;  // ...unless the runs with their untimed setup take this long
-
-// One warm-up run, then runs until their times add up to kTargetMs (at least kMinRuns).
-std::vector<Sample> measure(const std::function<Sample()>& once) {
-  once();
-  std::vector<Sample> runs;
-  double timed = 0;
-  Clock::time_point start = Clock::now();
-  while (runs.size() < kMinRuns ||
-         (timed < kTargetMs && ms_since(start) < kMaxWallMs && runs.size() < kMaxRuns)) {
-    runs.push_back(once());
-    timed += runs.back().ms;
-  }
-  return runs;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-double median_of(const std::vector<Sample>& runs, const std::function<double(const Sample&)>& f) {
-  std::vector<double> v;
-  v.reserve(runs.size());
-  for (const Sample& s : runs) v.push_back(f(s));
-  return median(v);
-}
-
-double median_ms(const std::vector<Sample>& runs) {
-  return median_of(runs, [](const Sample& s) { return s.ms; });
-}
-double median_run_ms(const std::vector<Sample>& runs) {
-  return median_of(runs, [](const Sample& s) { return s.stats.run_ms; });
-}
-
 // OpenBLAS's worker threads spin for a while after a call; let them go to sleep before vkgrad's
 // threads run again.
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
+
+}  // namespace
 
 // ---- OpenBLAS, loaded at run time -----------------------------------------------------------
 
@@ -187,6 +107,8 @@ struct OpenBlas {
   std::string error;     // why OpenBLAS is not available
   int threads = 0;
 };
+
+namespace {
 
 bool is_avx512_core(const std::string& name) {
   std::string n = lower(name);
@@ -244,65 +166,31 @@ OpenBlas load_openblas(const CpuInfo& cpu, int threads) {
 
 // ---- the suite ------------------------------------------------------------------------------
 
-// A case's table row: its result plus what only the table shows.
-struct Row {
-  CaseResult result;
-  std::optional<double> kernel_value;  // the same measure from runtime_stats().run_ms alone
-  int runs = 0;
-  std::string check = "ok";          // "ok", "FAIL: why", "ERROR"
-  std::vector<std::string> details;  // lines printed under the row
-
-  void fail(const std::string& why) {
-    if (check == "ok")
-      check = "FAIL: " + why;
-    else
-      check += "; " + why;
-  }
-};
-
-struct Suite {
-  std::string device;
-  CpuInfo cpu;
-  int threads = 0;  // vkgrad's CPU backend
-  std::optional<OpenBlas> blas;
-  uint64_t next_structure = 1000;  // chain structures handed out so far in this process
-  std::optional<uint64_t> last_cold_structure;
-
-  Row row(const std::string& name, const std::string& unit) const {
-    Row r;
-    r.result.name = name;
-    r.result.device = device;
-    r.result.unit = unit;
-    return r;
-  }
-};
-
-// Sets the row's value (and kernel-only value) from the median times of vkgrad's runs;
-// `work` is GFLOP or GB per run for rates, 0 for cases measured in ms.
-void set_ours(Row& row, const std::vector<Sample>& runs, double work) {
-  double ms = median_ms(runs), run_ms = median_run_ms(runs);
-  row.runs = static_cast<int>(runs.size());
-  if (work > 0) {
-    row.result.value = work / (ms / 1e3);
-    if (run_ms > 0) row.kernel_value = work / (run_ms / 1e3);
-  } else {
-    row.result.value = ms;
-    if (run_ms > 0) row.kernel_value = run_ms;
-  }
-}
-
-void set_reference(Row& row, const std::string& name, const std::vector<Sample>& runs,
-                   double work) {
-  double ms = median_ms(runs);
-  double value = work > 0 ? work / (ms / 1e3) : ms;
-  row.result.reference = Reference{name, value};
-  if (row.result.value) {
-    double ours = *row.result.value;
-    row.result.ratio = work > 0 ? ours / value : value / ours;  // higher is better either way
-  }
-}
-
 // ---- matmul -----------------------------------------------------------------------------------
+
+// The largest |got - want| over every element.
+double max_diff(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+  return std::isnan(worst) ? INFINITY : worst;
+}
+
+// The largest |got - want| at 512 sampled elements of an n x n matmul, computed in double.
+double sampled_matmul_diff(const std::vector<float>& got, const std::vector<float>& ha,
+                           const std::vector<float>& hb, int64_t n) {
+  Rng rng(7);
+  double worst = 0;
+  for (int p = 0; p < 512; ++p) {
+    size_t i = rng.next() % static_cast<uint64_t>(n), j = rng.next() % static_cast<uint64_t>(n);
+    double e = 0;
+    for (size_t k = 0; k < static_cast<size_t>(n); ++k)
+      e += static_cast<double>(ha[i * n + k]) * hb[k * n + j];
+    double d = std::fabs(got[i * n + j] - e);
+    worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+  }
+  return worst;
+}
 
 Row matmul_case(Suite& s, int64_t n) {
   Row row = s.row(fmt::format("matmul_f32_{}", n), "GFLOPS");
@@ -317,38 +205,41 @@ Row matmul_case(Suite& s, int64_t n) {
   std::vector<float> got = c.to_vector<float>();
   c = Tensor();
 
+  // The reference: sgemm on the CPU device, the hand-written shader on Vulkan (where sgemm,
+  // untimed, is only the checker).
+  std::vector<float> hand;
+  if (s.gpu) {
+    set_reference(row, "hand GLSL 8x8 blocks", hand_matmul(s, ha, hb, n, hand), gflop);
+    row.details.push_back("reference: shaders/matmul.comp, one Runtime::run of one launch");
+  }
+  std::vector<float> ref;
+  if (s.blas && s.blas->sgemm != nullptr) {
+    ref.resize(nn);
+    auto bn = static_cast<blasint>(n);
+    auto sgemm = [&] {
+      s.blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bn, bn, bn, 1.0f, ha.data(), bn,
+                    hb.data(), bn, 0.0f, ref.data(), bn);
+    };
+    if (s.gpu) {
+      sgemm();
+    } else {
+      set_reference(row, "OpenBLAS sgemm", measure([&] { return time_host(sgemm); }), gflop);
+      settle();
+    }
+  }
+
   // Inputs in [-1, 1): a dot product of n terms has rounding error far below 4e-6 * n, and a
   // wrong element is off by about its own size (~sqrt(n / 9)).
   double tol = 4e-6 * static_cast<double>(n);
-  double worst = 0;
-  if (s.blas && s.blas->sgemm != nullptr) {
-    std::vector<float> ref(nn);
-    auto bn = static_cast<blasint>(n);
-    std::vector<Sample> ref_runs = measure([&] {
-      return time_host([&] {
-        s.blas->sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, bn, bn, bn, 1.0f, ha.data(), bn,
-                      hb.data(), bn, 0.0f, ref.data(), bn);
-      });
-    });
-    settle();
-    set_reference(row, "OpenBLAS sgemm", ref_runs, gflop);
-    for (size_t i = 0; i < nn; ++i)
-      worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - ref[i]));
-    row.details.push_back(
-        fmt::format("checked every element against sgemm: max |diff| {:.2g}", worst));
-  } else {
-    Rng rng(7);
-    for (int p = 0; p < 512; ++p) {
-      size_t i = rng.next() % static_cast<uint64_t>(n), j = rng.next() % static_cast<uint64_t>(n);
-      double e = 0;
-      for (size_t k = 0; k < static_cast<size_t>(n); ++k)
-        e += static_cast<double>(ha[i * n + k]) * hb[k * n + j];
-      worst = std::max(worst, std::fabs(got[i * n + j] - e));
-    }
-    row.details.push_back(
-        fmt::format("checked 512 elements against double: max |diff| {:.2g}", worst));
-  }
-  if (!(worst <= tol)) row.fail(fmt::format("max |diff| {:.3g} > {:.3g}", worst, tol));
+  auto check = [&](const std::vector<float>& result, const std::string& whose) {
+    double worst = ref.empty() ? sampled_matmul_diff(result, ha, hb, n) : max_diff(result, ref);
+    row.details.push_back(fmt::format(
+        "checked {} {}: max |diff| {:.2g}", whose,
+        ref.empty() ? "at 512 elements against double" : "every element against sgemm", worst));
+    if (!(worst <= tol)) row.fail(fmt::format("{}: max |diff| {:.3g} > {:.3g}", whose, worst, tol));
+  };
+  check(got, "vkgrad");
+  if (!hand.empty()) check(hand, "the hand shader");
   return row;
 }
 
@@ -369,19 +260,34 @@ Row axbpc_case(Suite& s) {
   std::vector<float> got = out.to_vector<float>();
   out = Tensor();
 
+  // The reference: the C loop on the CPU device, the hand-written vec4 shader on Vulkan.
   std::vector<float> ref(static_cast<size_t>(n), 0.0f);  // touched now: no page faults timed
-  std::vector<Sample> ref_runs = measure([&] {
-    return time_host([&] { vkgrad_ref_axbpc(ha.data(), hb.data(), hc.data(), ref.data(), n); });
-  });
-  set_reference(row, "C loop", ref_runs, gb);
+  if (s.gpu) {
+    set_reference(row, "hand GLSL vec4", hand_axbpc(s, ha, hb, hc, ref), gb);
+    row.details.push_back("reference: shaders/saxpy.comp, one Runtime::run of one launch");
+  } else {
+    std::vector<Sample> ref_runs = measure([&] {
+      return time_host([&] { vkgrad_ref_axbpc(ha.data(), hb.data(), hc.data(), ref.data(), n); });
+    });
+    set_reference(row, "C loop", ref_runs, gb);
+  }
 
   // Two roundings (or one, fused): within 2^-22 of |a*b| + |c| of the exact value.
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    double ab = static_cast<double>(ha[i]) * hb[i], e = ab + hc[i];
-    if (!(std::fabs(got[i] - e) <= 0x1p-22 * (std::fabs(ab) + std::fabs(hc[i])) + 1e-30)) ++bad;
+  auto wrong = [&](const std::vector<float>& result) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double ab = static_cast<double>(ha[i]) * hb[i], e = ab + hc[i];
+      if (!(std::fabs(result[i] - e) <= 0x1p-22 * (std::fabs(ab) + std::fabs(hc[i])) + 1e-30))
+        ++bad;
+    }
+    return bad;
+  };
+  if (int64_t bad = wrong(got); bad > 0) row.fail(fmt::format("{} of {} elements wrong", bad, n));
+  if (s.gpu) {
+    if (int64_t bad = wrong(ref); bad > 0)
+      row.fail(fmt::format("the hand shader: {} of {} elements wrong", bad, n));
+    row.details.push_back("checked every element of both against the exact value");
   }
-  if (bad > 0) row.fail(fmt::format("{} of {} elements wrong", bad, n));
   return row;
 }
 
@@ -396,18 +302,22 @@ Row sum_case(Suite& s) {
   set_ours(row, runs, gb);
   double got = out.item<float>();
 
-  float ref = 0;
-  std::vector<Sample> ref_runs =
-      measure([&] { return time_host([&] { ref = vkgrad_ref_sum(hx.data(), n); }); });
-  set_reference(row, "C loop", ref_runs, gb);
-
   double exact = 0;
   for (float v : hx) exact += v;
   double rel = std::fabs(got - exact) / exact;
-  row.details.push_back(
-      fmt::format("sum {:.9g}, in double {:.9g} (relative error {:.2g}; the C "
-                  "loop's {:.2g})",
-                  got, exact, rel, std::fabs(ref - exact) / exact));
+  // The C loop is the reference on the CPU device only: on Vulkan the case has none.
+  if (!s.gpu) {
+    float ref = 0;
+    std::vector<Sample> ref_runs =
+        measure([&] { return time_host([&] { ref = vkgrad_ref_sum(hx.data(), n); }); });
+    set_reference(row, "C loop", ref_runs, gb);
+    row.details.push_back(
+        fmt::format("sum {:.9g}, in double {:.9g} (relative error {:.2g}; the C loop's {:.2g})",
+                    got, exact, rel, std::fabs(ref - exact) / exact));
+  } else {
+    row.details.push_back(
+        fmt::format("sum {:.9g}, in double {:.9g} (relative error {:.2g})", got, exact, rel));
+  }
   if (!(rel <= 1e-5)) row.fail(fmt::format("relative error {:.3g} > 1e-5", rel));
   return row;
 }
@@ -758,6 +668,13 @@ const std::vector<Case>& cases() {
       {"conv2d_b32_c64_56_k3", "ms", conv2d_case},
       {"chain200_cold", "ms", chain_cold_case},
       {"chain200_cached", "ms", chain_cached_case},
+      {"dispatch_single_us", "us",
+       [](Suite& s) { return dispatch_case(s, DispatchMode::kSingle); }},
+      {"dispatch_batched_us", "us",
+       [](Suite& s) { return dispatch_case(s, DispatchMode::kBatched); }},
+      {"dispatch_replay_us", "us",
+       [](Suite& s) { return dispatch_case(s, DispatchMode::kReplay); }},
+      {"cold_start_ms", "ms", cold_start_case},
   };
   return all;
 }
@@ -770,9 +687,9 @@ std::string num(double v) {
   return fmt::format("{:.3f}", v);
 }
 
-constexpr const char* kRowFormat = "{:<22} {:>14} {:>14}  {:<30} {:>6} {:>5}  {}\n";
+constexpr const char* kRowFormat = "{:<22} {:>14} {:>14}  {:<34} {:>6} {:>5}  {}\n";
 
-void print_row(const Row& row) {
+void print_row(const Row& row, const std::string& where) {
   const CaseResult& r = row.result;
   auto with_unit = [&](const std::optional<double>& v) {
     return v ? num(*v) + " " + r.unit : std::string("-");
@@ -785,41 +702,55 @@ void print_row(const Row& row) {
   fmt::print(kRowFormat, r.name, with_unit(r.value), with_unit(row.kernel_value), ref, ratio, runs,
              row.check);
   for (const std::string& d : row.details) fmt::print("    {}\n", d);
+  if (!row.skipped) fmt::print("    {}\n", where);
   std::fflush(stdout);
 }
 
-bool on_cpu(const Suite& s) { return s.device == "CPU" || s.device.rfind("CPU:", 0) == 0; }
-
-void print_header(const Suite& s, bool any_matmul, bool any_c_loop) {
+void print_header(const Suite& s, bool any_matmul, bool any_c_loop, bool any_hand) {
   const CpuInfo& cpu = s.cpu;
-  fmt::print("vkgrad bench on {}\n", s.device);
+  fmt::print("vkgrad bench on {}\n", s.label);
   fmt::print("  host:     {}, {} logical CPUs{}, AVX-512 {}\n", cpu.model, cpu.logical,
              cpu.physical > 0 ? fmt::format(" ({} cores)", cpu.physical) : std::string(),
              cpu.avx512 ? "yes" : "no");
-  if (on_cpu(s))
+  if (!s.gpu)
     fmt::print("  vkgrad:   CPU backend on {} threads (every logical CPU; CPU_THREADS overrides)\n",
                s.threads);
   else
-    fmt::print("  vkgrad:   device {}\n", s.device);
+    fmt::print("  vkgrad:   device {} (tensors on \"{}\")\n", s.label, s.device);
   if (any_matmul && s.blas) {
     const OpenBlas& b = *s.blas;
     if (b.sgemm != nullptr) {
-      fmt::print("  OpenBLAS: core {}, {} threads{}; {}\n", b.corename.empty() ? "?" : b.corename,
-                 b.threads, on_cpu(s) ? " (set to match vkgrad's)" : "", b.config);
+      fmt::print(
+          "  OpenBLAS: core {}, {} threads{}; {}\n", b.corename.empty() ? "?" : b.corename,
+          b.threads,
+          s.gpu ? " (untimed here: it only checks matmul results)" : " (set to match vkgrad's)",
+          b.config);
       fmt::print("            {}\n", b.coretype);
     } else {
       fmt::print("  OpenBLAS: not available ({}); matmul is checked against double\n", b.error);
     }
   }
-  if (any_c_loop)
+  if (any_c_loop && !s.gpu)
     fmt::print("  C loops:  bench/reference.c, {} -O2 -march=native, one call on one thread\n",
                VKGRAD_REFERENCE_CC);
+  if (any_hand)
+    fmt::print("  shaders:  hand-written GLSL from {} compiled and run through the same runtime\n",
+               VKGRAD_SHADERS_DIR);
   fmt::print(
-      "  method:   1 warm-up, then runs until they add up to {:.0f} s (at least {}); "
-      "medians. \"kernels\" = runtime_stats().run_ms alone\n\n",
-      kTargetMs / 1e3, kMinRuns);
+      "  method:   1 warm-up, then runs until they add up to {:.0f} s (at least {}, but no run "
+      "that would end past {:.1f} s); medians. \"kernels\" = runtime_stats().run_ms alone\n\n",
+      kTargetMs / 1e3, kMinRuns, kMaxWallMs / 1e3);
   fmt::print(kRowFormat, "case", "ours", "kernels", "reference", "ratio", "runs", "check");
   std::fflush(stdout);
+}
+
+// "VULKAN:0 llvmpipe (LLVM 15.0.6, 256 bits)": the runtime's name and the device's.
+std::string device_label(const std::string& runtime_name) {
+  if (runtime_name.rfind("VULKAN:", 0) != 0) return runtime_name;
+  int index = std::atoi(runtime_name.c_str() + 7);
+  for (const vk::DeviceSummary& d : vk::enumerate())
+    if (d.index == index) return fmt::format("{} {} ({})", runtime_name, d.name, d.type);
+  return runtime_name;
 }
 
 }  // namespace
@@ -883,7 +814,10 @@ std::vector<CaseResult> run_suite(const Options& options) {
   s.device = options.device.empty() ? default_device() : options.device;
   // Opens the device (DeviceError if it cannot) and makes it the default for scalars too.
   set_default_device(s.device);
-  Tensor::zeros({1}, std::nullopt, s.device).realize();
+  s.runtime = &engine::runtime(engine::canonical_device(s.device));
+  s.runtime_name = s.runtime->name();
+  s.label = device_label(s.runtime_name);
+  s.gpu = s.runtime_name.rfind("CPU", 0) != 0;
   s.cpu = read_cpu_info();
   s.threads = cpu_backend_threads();
 
@@ -892,17 +826,24 @@ std::vector<CaseResult> run_suite(const Options& options) {
     if (options.only.empty() ||
         std::find(options.only.begin(), options.only.end(), c.name) != options.only.end())
       selected.push_back(&c);
-  bool any_matmul = false, any_c_loop = false;
+  bool any_matmul = false, any_c_loop = false, any_hand = false;
   for (const Case* c : selected) {
-    any_matmul |= c->name.rfind("matmul", 0) == 0;
-    any_c_loop |= c->name == "ew_axbpc_16M" || c->name == "sum_16M";
+    bool matmul = c->name.rfind("matmul", 0) == 0, axbpc = c->name == "ew_axbpc_16M";
+    any_matmul |= matmul;
+    any_c_loop |= axbpc || c->name == "sum_16M";
+    any_hand |= s.gpu && (matmul || axbpc || c->name.rfind("dispatch_", 0) == 0);
   }
-  if (any_matmul) s.blas = load_openblas(s.cpu, on_cpu(s) ? s.threads : 0);
-  print_header(s, any_matmul, any_c_loop);
+  std::optional<OpenBlas> blas;
+  if (any_matmul) {
+    blas = load_openblas(s.cpu, s.gpu ? 0 : s.threads);
+    s.blas = &*blas;
+  }
+  print_header(s, any_matmul, any_c_loop, any_hand);
 
   std::vector<CaseResult> results;
   for (const Case* c : selected) {
     Row row = s.row(c->name, c->unit);
+    Clock::time_point t0 = Clock::now();
     try {
       row = c->run(s);
       row.result.ok = row.check == "ok";
@@ -912,8 +853,8 @@ std::vector<CaseResult> run_suite(const Options& options) {
       row.details = {e.what()};
       row.result.ok = false;
     }
-    print_row(row);
-    results.push_back(row.result);
+    print_row(row, fmt::format("on {}; case wall time {:.1f} s", s.label, ms_since(t0) / 1e3));
+    if (!row.skipped) results.push_back(row.result);
   }
   return results;
 }

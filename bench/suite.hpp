@@ -1,9 +1,11 @@
-// bench: the standard suite behind `vkgrad bench` (its cases, the timing method, the OpenBLAS
-// and C-loop references, the JSON report) and the host facts `vkgrad info` prints. Uses the
-// public vkgrad API only; OpenBLAS is dlopen'ed at run time (never linked) and nlohmann-json is
-// used here, so both stay out of the library. Built into the CLI (tools/cli/CMakeLists.txt).
+// bench: the standard suite behind `vkgrad bench` (its cases, the timing method, the OpenBLAS,
+// C-loop and hand-written-shader references, the JSON report) and the host facts `vkgrad info`
+// prints. Uses the public vkgrad API, plus the runtime interface for the hand-written shaders;
+// OpenBLAS is dlopen'ed at run time (never linked) and nlohmann-json is used here, so both stay
+// out of the library. Built into the CLI (tools/cli/CMakeLists.txt).
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,12 +37,12 @@ struct Reference {
 };
 
 struct CaseResult {
-  std::string name;  // one of case_names()
-  std::string device;
-  std::string unit;             // "GFLOPS", "GB/s", "ms"
+  std::string name;             // one of case_names()
+  std::string device;           // the runtime's name: "CPU", "VULKAN:0"
+  std::string unit;             // "GFLOPS", "GB/s", "ms", "us"
   std::optional<double> value;  // absent when the case threw
   std::optional<Reference> reference;
-  std::optional<double> ratio;  // ours / reference, higher is better (inverted for ms)
+  std::optional<double> ratio;  // ours / reference, higher is better (inverted for ms, us)
   bool ok = false;              // ran, and the result was verified
 };
 
@@ -48,8 +50,14 @@ struct CaseResult {
 const std::vector<std::string>& case_names();
 
 // Runs the cases `options` selects, printing the header and one table row per case on stdout
-// as it goes. Throws DeviceError when the device does not open.
+// as it goes. Throws DeviceError when the device does not open. A case that does not apply to
+// the device (dispatch cost on CPU) prints a "skipped" row and has no result.
 std::vector<CaseResult> run_suite(const Options& options);
+
+// `vkgrad cold-start-child --device D` (the cold_start_ms case runs it): opens the device,
+// realizes a small fused computation, reads it back and prints
+// "cold-start-result ms=<main_start -> result> bad=<wrong elements>". Returns the exit status.
+int cold_start_child(const std::string& device, std::chrono::steady_clock::time_point main_start);
 
 // The results as a JSON list of {"name", "device", "value", "unit", "reference", "ratio"}.
 std::string results_json(const std::vector<CaseResult>& results);
