@@ -139,6 +139,7 @@ void Memory::destroy_block(Block* b) noexcept {
 }
 
 void Memory::release_empty_blocks() noexcept {
+  cached_dedicated_ = 0;
   for (auto it = blocks_.begin(); it != blocks_.end();) {
     if ((*it)->used == 0) {
       destroy_block(it->get());
@@ -174,12 +175,16 @@ Allocation* Memory::alloc(size_t bytes) {
   const bool dedicated = reserved > block_size_ / 2;
   VkDeviceSize offset = 0;
   Block* home = nullptr;
-  if (!dedicated) {
-    for (auto& b : blocks_)
-      if (!b->dedicated && try_place(*b, reserved, &offset)) {
-        home = b.get();
-        break;
-      }
+  for (auto& b : blocks_) {
+    // Shared blocks take small allocations; an empty cached dedicated block of exactly this
+    // size takes a big one.
+    const bool fits = dedicated ? b->dedicated && b->used == 0 && b->size == reserved
+                                : !b->dedicated;
+    if (fits && try_place(*b, reserved, &offset)) {
+      home = b.get();
+      if (dedicated) cached_dedicated_ -= b->size;
+      break;
+    }
   }
   if (home == nullptr) {
     const VkDeviceSize size = dedicated ? reserved : block_size_;
@@ -220,7 +225,13 @@ void Memory::free(Allocation* a) noexcept {
   b->used -= a->reserved;
   delete a;
   if (b->used != 0) return;
-  // Keep one empty shared block as a spare; dedicated blocks and further spares go back.
+  // Keep one empty shared block as a spare, and empty dedicated blocks up to an eighth of the
+  // heap for reuse by size; the rest goes back (and everything empty does before an allocation
+  // is refused).
+  if (b->dedicated && cached_dedicated_ + b->size <= heap_size_ / 8) {
+    cached_dedicated_ += b->size;
+    return;
+  }
   const bool other_spare = std::any_of(blocks_.begin(), blocks_.end(), [&](const auto& o) {
     return o.get() != b && !o->dedicated && o->used == 0;
   });

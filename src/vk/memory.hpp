@@ -78,6 +78,9 @@ class Memory {
   VkDeviceSize block_size_ = 0;
   VkDeviceSize alignment_ = 16;
   std::vector<std::unique_ptr<Block>> blocks_;
+  // Empty dedicated blocks kept for a later allocation of the same size (a realize that makes a
+  // big output every step then reuses memory whose pages are already touched).
+  VkDeviceSize cached_dedicated_ = 0;
   std::mutex dummy_mu_;
   Allocation* dummy_ = nullptr;
 
