@@ -178,8 +178,8 @@ Allocation* Memory::alloc(size_t bytes) {
   for (auto& b : blocks_) {
     // Shared blocks take small allocations; an empty cached dedicated block of exactly this
     // size takes a big one.
-    const bool fits = dedicated ? b->dedicated && b->used == 0 && b->size == reserved
-                                : !b->dedicated;
+    const bool fits =
+        dedicated ? b->dedicated && b->used == 0 && b->size == reserved : !b->dedicated;
     if (fits && try_place(*b, reserved, &offset)) {
       home = b.get();
       if (dedicated) cached_dedicated_ -= b->size;
