@@ -25,13 +25,15 @@
 //
 // Transcendentals: float32 sqrt and trunc are GLSL's; exp2, log2 and sin are our own, since GLSL
 // promises little (exp2: 3 + 2|x| ULP; log2: 2^-21 absolute near 1, which is 100% relative error
-// for log2(1 + 2^-22); sin: 2^-11 absolute on [-pi, pi] only): exp2 within 2 ULP (2^f by a
-// degree-8 polynomial, |f| <= 0.5, then ldexp), log2 within 2 ULP (frexp, atanh series to s^11),
-// sin about 2 ULP for |x| < 1e5 (Cody-Waite reduction by pi/2 in three fma steps, then Cephes'
-// minimax polynomials on [-pi/4, pi/4]). GLSL has no float64 exp2/log2/sin, so they are ours too:
-// exp2 within 2 ULP (2^f by a degree-14 polynomial, |f| <= 0.5, then ldexp), log2 within 2 ULP
-// (frexp, then an atanh series to s^21), sin within 2 ULP for |x| < 1e9 (Cody-Waite by pi/2 in
-// three fma steps, Taylor polynomials to degree 17/18 on [-pi/4, pi/4]).
+// for log2(1 + 2^-22); sin: 2^-11 absolute on [-pi, pi] only). Vulkan's fma() may round its
+// product, so no reduction relies on it. Tolerances (checked by tests/tensor/test_devices.cpp
+// against double): float32 exp2 within 2 ULP (2^f by a degree-8 polynomial, |f| <= 0.5, then
+// ldexp), log2 within 3 ULP (frexp, atanh series to s^11), sin within 2 ULP for |x| < 1e5 where
+// the device has float64 (reduction by pi/2 in double, then Cephes' minimax polynomials on
+// [-pi/4, pi/4]), and for |x| < 8192 without it (three-part Cody-Waite in float). GLSL has no
+// float64 exp2/log2/sin, so they are ours too: exp2 within 2 ULP (degree-14 polynomial), log2
+// within 2 ULP (frexp, atanh series to s^21), sin within 2 ULP for |x| < 1e6 (fdlibm's medium
+// reduction with two 33-bit parts of pi/2, Taylor polynomials to degree 17/18).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,7 +67,9 @@ enum Helper : int {
   kExp2F,
   kLog2F,
   kSqrtF,
+  kSinPoly,
   kSinF,
+  kSinFD,
   kExp2D,
   kLog2D,
   kSinD,
@@ -178,20 +182,34 @@ uint64_t vkg_ulmod(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a % max(b, 
 )",
     R"(float vkg_sqrtf(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
 )",
-    // float32 sin: k = nearest integer to x * 2/pi, r = x - k*pi/2 with pi/2 in three parts, each
-    // step one fma (exact product, one rounding), then sin or cos of r by quadrant.
-    R"(float vkg_sinf(float x) {
-  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
-  float k = roundEven(x * 0.63661975);
-  precise float r = fma(-k, 1.5707964, x);
-  r = fma(-k, -4.371139e-08, r);
-  r = fma(-k, -1.7151245e-15, r);
+    // sin or cos of the reduced |r| <= pi/4 by quadrant k (Cephes' minimax polynomials).
+    R"(float vkg_sin_poly(float r, float k) {
   float z = r * r;
   float s = r + r * z * (-0.16666655 + z * (0.008332161 + z * -0.00019515296));
   float c = 1.0 - 0.5 * z + z * z * (0.041666646 + z * (-0.0013887316 + z * 2.4433157e-05));
   uint q = uint(int(k - 4.0 * floor(k * 0.25)));
   float v = (q & 1u) != 0u ? c : s;
   return (q & 2u) != 0u ? -v : v;
+}
+)",
+    // float32 sin on a device without float64: Cody-Waite reduction r = x - k*pi/2 with pi/2 in
+    // three parts of 8, 13 and 24 bits, so k*part is exact in float for |k| < 2^13 (|x| < 8192)
+    // without relying on fma (Vulkan's fma may round its product). Beyond 8192 the reduction
+    // loses bits (absolute error about |x| * 2^-37).
+    R"(float vkg_sinf(float x) {
+  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
+  float k = roundEven(x * 0.63661975);
+  precise float r = ((x - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
+  return vkg_sin_poly(r, k);
+}
+)",
+    // float32 sin where float64 exists: the reduction in double, with pi/2 as a 33-bit part (so
+    // k * part is exact for |k| < 2^20) plus the rest, then the float polynomial.
+    R"(float vkg_sinf(float x) {
+  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
+  precise double k = roundEven(double(x) * 0.63661977236758134lf);
+  precise double r = (double(x) - k * 1.57079632673412561417lf) - k * 6.07710050650619224932e-11lf;
+  return vkg_sin_poly(float(r), float(k));
 }
 )",
     // float64 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 14), then 2^n.
@@ -248,10 +266,14 @@ uint64_t vkg_ulmod(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a % max(b, 
     // [-pi/4, pi/4] (truncation error below 1e-19).
     R"(double vkg_sind(double x) {
   if (vkg_isnand(x) || abs(x) == packDouble2x32(uvec2(0u, 0x7ff00000u))) return packDouble2x32(uvec2(0u, 0x7ff80000u));
-  double k = roundEven(x * 0.6366197723675814lf);
-  double r = fma(-k, 1.5707963267948966lf, x);
-  r = fma(-k, 6.123233995736766e-17lf, r);
-  r = fma(-k, -1.4973849048591698e-33lf, r);
+  // pi/2 = P1 + P2 + P2T with P1 and P2 of 33 bits: k * P1 and k * P2 are exact for |k| < 2^20,
+  // and the rounding error of the second subtraction is carried (as fdlibm's medium case does).
+  precise double k = roundEven(x * 0.63661977236758134lf);
+  precise double t = x - k * 1.57079632673412561417lf;
+  precise double w = k * 6.07710050630396597660e-11lf;
+  precise double r = t - w;
+  w = k * 2.02226624879595063154e-21lf - ((t - r) - w);
+  r = r - w;
   double z = r * r;
   double s = 2.8114572543455206e-15lf;
   s = fma(s, z, -7.647163731819816e-13lf);
@@ -662,7 +684,9 @@ class GlslRenderer : public Linearizer {
   std::string literal(const UOp& c) const override { return const_literal(c); }
   void use(Helper h) const {
     helpers_[h] = true;
-    if (h == kMaxF || h == kExp2F || h == kLog2F || h == kSinF) helpers_[kIsNanF] = true;
+    if (h == kMaxF || h == kExp2F || h == kLog2F || h == kSinF || h == kSinFD)
+      helpers_[kIsNanF] = true;
+    if (h == kSinF || h == kSinFD) helpers_[kSinPoly] = true;
     if (h == kMaxD || h == kExp2D || h == kLog2D || h == kSinD) helpers_[kIsNanD] = true;
   }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
@@ -728,7 +752,7 @@ class GlslRenderer : public Linearizer {
         use(f64 ? kLog2D : kLog2F);
         return fmt::format("vkg_log2{}({})", f64 ? "d" : "f", s[0]);
       case Ops::SIN:
-        use(f64 ? kSinD : kSinF);
+        use(f64 ? kSinD : target_.float64 ? kSinFD : kSinF);
         return fmt::format("vkg_sin{}({})", f64 ? "d" : "f", s[0]);
       case Ops::SQRT:
         if (f64) return fmt::format("sqrt({})", s[0]);
