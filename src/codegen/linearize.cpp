@@ -13,21 +13,6 @@ int64_t range_size(const UOp& r) {
   return r.src(0).is_const() ? std::get<int64_t>(r.src(0).const_value()) : -1;
 }
 
-UOp reduce_identity(Ops op, DType d) {
-  switch (op) {
-    case Ops::ADD:
-      return UOp::const_(d, int64_t{0});
-    case Ops::MUL:
-      return UOp::const_(d, int64_t{1});
-    case Ops::MAX:
-      if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
-      if (d.is_bool()) return UOp::const_(d, false);
-      return UOp::const_(d, dtypes::min_int(d));
-    default:
-      throw InternalError(fmt::format("codegen: no identity for REDUCE {}", op_name(op)));
-  }
-}
-
 std::string indent(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
 
 namespace {

@@ -20,13 +20,12 @@
 #include <vector>
 
 #include "ir/uop.hpp"
+#include "sched/indexing.hpp"  // reduce_identity
 
 namespace vkgrad {
 
 // The constant trip count of a RANGE, or -1 when it is symbolic.
 int64_t range_size(const UOp& r);
-// The value a reduction starts from: 0 for ADD, 1 for MUL, the dtype's lowest value for MAX.
-UOp reduce_identity(Ops op, DType d);
 
 // Rendered names of the nodes computed so far in one scope.
 using Names = std::unordered_map<const UOpNode*, std::string>;

@@ -51,19 +51,6 @@ UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
   return flat;
 }
 
-UOp reduce_identity(Ops op, DType d) {
-  switch (op) {
-    case Ops::ADD:
-      return UOp::const_(d, int64_t{0});
-    case Ops::MUL:
-      return UOp::const_(d, int64_t{1});
-    default:  // MAX: the lowest value of the dtype
-      if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
-      if (d.is_bool()) return UOp::const_(d, false);
-      return UOp::const_(d, dtypes::min_int(d));
-  }
-}
-
 UOp lower_index(const Match& m) {
   LowerCtx& ctx = m.ctx<LowerCtx>();
   const UOp& u = m.root();
@@ -171,6 +158,21 @@ UOp lower_index(const Match& m) {
 const PatternMatcher pm_lower({rule(UPat::op(Ops::INDEX), lower_index)});
 
 }  // namespace
+
+UOp reduce_identity(Ops op, DType d) {
+  switch (op) {
+    case Ops::ADD:
+      return UOp::const_(d, int64_t{0});
+    case Ops::MUL:
+      return UOp::const_(d, int64_t{1});
+    case Ops::MAX:  // the lowest value of the dtype
+      if (d.is_float()) return UOp::const_(d, -std::numeric_limits<double>::infinity());
+      if (d.is_bool()) return UOp::const_(d, false);
+      return UOp::const_(d, dtypes::min_int(d));
+    default:
+      throw InternalError(fmt::format("no identity for a {} reduction", op_name(op)));
+  }
+}
 
 LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
                            const std::function<bool(const UOp&)>& is_input) {

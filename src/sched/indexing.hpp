@@ -16,6 +16,10 @@ struct LoweredKernel {
   std::vector<UOp> inputs;  // tensor nodes read through DEFINE_GLOBAL slots 1, 2, ...
 };
 
+// The value a reduction starts from (and gives when empty): 0 for ADD, 1 for MUL, the dtype's
+// lowest value for MAX.
+UOp reduce_identity(Ops op, DType d);
+
 // Lower the kernel that computes `root`. `is_input(u)` says whether node u is read from a buffer
 // (an input BUFFER or another kernel's result) rather than computed here.
 LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
