@@ -102,9 +102,14 @@ UOp apply_splits(const UOp& ast, RangeInfo& info, std::vector<Split> splits) {
   return simplify(out);
 }
 
+// The product of the ranges' sizes, saturating at 2^62 (it is only compared with thresholds).
 int64_t prod_sizes(const std::vector<UOp>& ranges) {
+  constexpr int64_t cap = int64_t{1} << 62;
   int64_t n = 1;
-  for (const UOp& r : ranges) n *= range_size(r);
+  for (const UOp& r : ranges) {
+    const int64_t s = range_size(r);
+    n = s > 0 && n > cap / s ? cap : n * s;
+  }
   return n;
 }
 

@@ -247,23 +247,27 @@ const Allocation& Memory::dummy() {
   return *dummy_;
 }
 
-void Memory::flush(const Block& b, VkDeviceSize offset, VkDeviceSize size) {
-  if (coherent_) return;
+// The range of a mapped block to flush or invalidate: [offset, offset + size) widened to
+// nonCoherentAtomSize.
+VkMappedMemoryRange Memory::atom_range(const Block& b, VkDeviceSize offset,
+                                       VkDeviceSize size) const {
   const VkDeviceSize atom = device_.caps.props.limits.nonCoherentAtomSize;
   VkMappedMemoryRange r{.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
   r.memory = b.memory;
   r.offset = offset / atom * atom;
   r.size = std::min(align_up(offset + size, atom), b.size) - r.offset;
+  return r;
+}
+
+void Memory::flush(const Block& b, VkDeviceSize offset, VkDeviceSize size) {
+  if (coherent_) return;
+  const VkMappedMemoryRange r = atom_range(b, offset, size);
   vk_check(vkFlushMappedMemoryRanges(device_.handle, 1, &r), "vkFlushMappedMemoryRanges");
 }
 
 void Memory::invalidate(const Block& b, VkDeviceSize offset, VkDeviceSize size) {
   if (coherent_) return;
-  const VkDeviceSize atom = device_.caps.props.limits.nonCoherentAtomSize;
-  VkMappedMemoryRange r{.sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
-  r.memory = b.memory;
-  r.offset = offset / atom * atom;
-  r.size = std::min(align_up(offset + size, atom), b.size) - r.offset;
+  const VkMappedMemoryRange r = atom_range(b, offset, size);
   vk_check(vkInvalidateMappedMemoryRanges(device_.handle, 1, &r), "vkInvalidateMappedMemoryRanges");
 }
 

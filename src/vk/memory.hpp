@@ -64,6 +64,7 @@ class Memory {
   void release_empty_blocks() noexcept;
   bool try_place(Block& b, VkDeviceSize reserved, VkDeviceSize* offset);
   void ensure_staging();
+  VkMappedMemoryRange atom_range(const Block& b, VkDeviceSize offset, VkDeviceSize size) const;
   void flush(const Block& b, VkDeviceSize offset, VkDeviceSize size);
   void invalidate(const Block& b, VkDeviceSize offset, VkDeviceSize size);
 
