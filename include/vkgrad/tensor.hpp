@@ -154,6 +154,23 @@ class Tensor {
   // The kernels realize() would run now (nothing runs).
   std::vector<KernelInfo> schedule() const;
 
+  // ---- autograd (src/tensor/autograd.cpp) -----------------------------------------------------
+  // Gradients are lazy tensors built by rewrite rules over the graph, so backward graphs fuse
+  // and schedule like any other.
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  // d(this)/d(t) for every tensor t this scalar depends on with requires_grad(), added to t's
+  // grad(). ShapeError unless this is a scalar (one element).
+  void backward() const;
+  std::optional<Tensor> grad() const;            // std::nullopt before any backward
+  Tensor& set_grad(std::optional<Tensor> grad);  // optimizers' zero_grad passes std::nullopt
+
+  // ---- in-place update --------------------------------------------------------------------------
+  // Gives this tensor (and every copy of this handle) the value of `value`, which must have the
+  // same shape, dtype and device (ShapeError/DTypeError/DeviceError). Tensors built from the old
+  // value keep the old value.
+  Tensor& assign(const Tensor& value);
+
   // ---- elementwise --------------------------------------------------------------------------
   Tensor add(const Tensor& o) const;
   Tensor sub(const Tensor& o) const;
@@ -287,6 +304,9 @@ class Tensor {
   Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value,
                                       const std::optional<Tensor>& mask = {},
                                       bool is_causal = false) const;
+
+  // Realizes several tensors in one schedule (one command buffer on Vulkan).
+  static void realize_all(std::vector<Tensor>& tensors);
 
   // Dropout and batchnorm statistics follow this flag; false by default.
   static inline bool training = false;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <ostream>
 #include <sstream>
@@ -323,6 +324,22 @@ const Tensor& Tensor::realize() const {
 Tensor& Tensor::realize() {
   std::as_const(*this).realize();
   return *this;
+}
+
+void Tensor::realize_all(std::vector<Tensor>& tensors) {
+  // Grouped by device: one realize (one schedule) per device.
+  std::map<std::string, std::vector<Impl*>> by_device;
+  for (Tensor& t : tensors) {
+    Impl& im = *t.impl();
+    if (!engine::as_buffer(im.uop)) by_device[im.device].push_back(&im);
+  }
+  for (auto& [device, impls] : by_device) {
+    std::vector<UOp> roots;
+    for (Impl* im : impls) roots.push_back(im->uop);
+    const std::vector<std::string> devs(roots.size(), device);
+    const std::vector<UOp> done = engine::realize(roots, devs);
+    for (size_t i = 0; i < impls.size(); ++i) impls[i]->uop = done[i];
+  }
 }
 
 std::vector<KernelInfo> Tensor::schedule() const {

@@ -21,6 +21,9 @@ struct Tensor::Impl {
   bool weak = false;  // a literal scalar: adopts the other operand's dtype (see tensor.hpp)
   // A weak literal's exact value, so adopting a wider dtype (float64, int64) loses nothing.
   std::optional<ConstValue> literal;
+  // Autograd (autograd.cpp).
+  bool requires_grad = false;
+  std::optional<Tensor> grad;
 };
 
 namespace tensor {
