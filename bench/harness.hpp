@@ -142,5 +142,7 @@ Row dispatch_case(Suite& s, DispatchMode mode);
 
 // cold_start.cpp: a child process's time from exec to its first result.
 Row cold_start_case(Suite& s);
+// mlp.cpp: one MLP training step (forward, backward, Adam), with or without vkgrad::Jit.
+Row mlp_step_case(Suite& s, bool jit);
 
 }  // namespace vkgrad::bench

@@ -675,6 +675,8 @@ const std::vector<Case>& cases() {
       {"dispatch_replay_us", "us",
        [](Suite& s) { return dispatch_case(s, DispatchMode::kReplay); }},
       {"cold_start_ms", "ms", cold_start_case},
+      {"mlp_step_nojit", "ms", [](Suite& s) { return mlp_step_case(s, false); }},
+      {"mlp_step_jit", "ms", [](Suite& s) { return mlp_step_case(s, true); }},
   };
   return all;
 }

@@ -14,6 +14,7 @@ struct RuntimeStats {
   int64_t programs_compiled = 0;    // programs actually compiled (not found in any cache)
   int64_t kernels_run = 0;          // kernel launches
   int64_t buffers_allocated = 0;    // device buffers allocated
+  int64_t graph_replays = 0;        // Jit calls served by replaying a captured graph
   double schedule_ms = 0;           // time spent scheduling (incl. cache lookups)
   double codegen_ms = 0;            // lowering, optimizing, rendering
   double compile_ms = 0;            // compiler + loading programs

@@ -4,5 +4,7 @@
 #include <vkgrad/device.hpp>
 #include <vkgrad/dtype.hpp>
 #include <vkgrad/error.hpp>
+#include <vkgrad/jit.hpp>
+#include <vkgrad/nn.hpp>
 #include <vkgrad/stats.hpp>
 #include <vkgrad/tensor.hpp>

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vkgrad/device.hpp>
 #include <vkgrad/stats.hpp>
 
@@ -268,6 +269,8 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   return cache.by_key.emplace(std::make_pair(cs->runtime, g.key.get()), cs).first->second;
 }
 
+thread_local std::vector<RecordedRun>* t_recorder = nullptr;
+
 UOp view_of(const UOp& buffer, const Shape& shape) {
   return shape == Shape{buffer.arg_as<int64_t>()} ? buffer : lazy::reshape(buffer, shape);
 }
@@ -316,6 +319,20 @@ UOp as_buffer(const UOp& u) {
   return {};
 }
 
+void* buffer_handle(const UOp& buffer) { return storage_of(buffer).handle; }
+
+std::vector<RecordedRun>* set_run_recorder(std::vector<RecordedRun>* recorder) {
+  return std::exchange(t_recorder, recorder);
+}
+std::vector<RecordedRun>* run_recorder() { return t_recorder; }
+
+void count_graph_replay(int64_t kernels, double run_ms) {
+  std::lock_guard s(g_stats_mu);
+  ++g_stats.graph_replays;
+  g_stats.kernels_run += kernels;
+  g_stats.run_ms += run_ms;
+}
+
 std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string> devices) {
   std::vector<UOp> out(roots.begin(), roots.end());
   std::vector<UOp> todo;
@@ -335,6 +352,14 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
   auto t0 = Clock::now();
   const NormalizedGraph g = normalize_graph(todo);
   const double normalize_ms = ms_since(t0);
+  // A kernel runs on one device and reads only its buffers: a buffer of another device in the
+  // graph (an op that mixed devices) is refused here rather than read as foreign memory.
+  for (const UOp& b : g.inputs)
+    if (lazy::buffer_device(b) != device)
+      throw DeviceError(fmt::format(
+          "realize: a computation on {} reads a buffer on {} ({} elements of {}); move it with "
+          "to(\"{}\") first",
+          device, lazy::buffer_device(b), b.arg_as<int64_t>(), b.dtype().base().name(), device));
   std::shared_ptr<CachedSchedule> cs = lookup_or_build(g, device);
   const Schedule& sched = cs->schedule;
 
@@ -390,6 +415,14 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     g_stats.schedule_ms += normalize_ms;
     g_stats.run_ms += run_ms;
     g_stats.kernels_run += static_cast<int64_t>(launches.size());
+  }
+  if (t_recorder && !launches.empty()) {
+    std::vector<UOp> written;
+    for (const UOp& o : outputs)
+      if (o && std::find(g.inputs.begin(), g.inputs.end(), o) == g.inputs.end())
+        written.push_back(o);
+    t_recorder->push_back(
+        {cs->runtime, std::move(launches), g.inputs, std::move(written), cs, &cs->run_mu});
   }
   for (size_t i = 0; i < todo.size(); ++i)
     out[where[i]] = view_of(outputs[i], sched.output_shapes[i]);

@@ -3,6 +3,8 @@
 // Depends on sched, codegen and the runtimes (cpu, later vk); knows nothing of Tensor.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,5 +36,25 @@ std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
 
 // The BUFFER under a plain contiguous view (BUFFER or RESHAPE(BUFFER)), else a null UOp.
 UOp as_buffer(const UOp& u);
+// The runtime's handle for a BUFFER node's storage (what KernelLaunch::buffers holds).
+void* buffer_handle(const UOp& buffer);
+
+// ---- recording, for the Jit (engine/jit.hpp) ----------------------------------------------------
+// What one realize ran. It holds everything the launches point at, so that a replay finds the
+// same kernels and arena and no handle is freed or handed to another buffer meanwhile.
+struct RecordedRun {
+  Runtime* runtime = nullptr;
+  std::vector<KernelLaunch> launches;
+  std::vector<UOp> inputs;         // BUFFER nodes the kernels read
+  std::vector<UOp> outputs;        // BUFFER nodes the kernels write
+  std::shared_ptr<void> schedule;  // the cached schedule: compiled kernels and arena
+  std::mutex* run_mu = nullptr;    // the schedule's lock on its arena
+};
+// While a recorder is set on this thread, every realize that runs kernels appends a RecordedRun
+// (it still runs them). Returns the recorder it replaces; nullptr removes it.
+std::vector<RecordedRun>* set_run_recorder(std::vector<RecordedRun>* recorder);
+std::vector<RecordedRun>* run_recorder();
+// Counts one graph replay of `kernels` launches in RuntimeStats.
+void count_graph_replay(int64_t kernels, double run_ms);
 
 }  // namespace vkgrad::engine

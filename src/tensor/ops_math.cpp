@@ -113,7 +113,9 @@ Tensor float_pow(const Tensor& b, const Tensor& e) {
   const Tensor negative_factor =
       (e != e.trunc())
           .where(std::numeric_limits<double>::quiet_NaN(), odd.where(-1.0, b.ones_like()));
-  const Tensor signed_result = (b < 0).where(magnitude * negative_factor, magnitude);
+  // The sign applied as a factor, not as a branch: the NaN factor of the unused branch would
+  // turn its zero gradient into NaN (0 * NaN) in backward.
+  const Tensor signed_result = magnitude * (b < 0).where(negative_factor, b.ones_like());
   return (e == 0).logical_or(b == 1).where(1.0, signed_result);
 }
 

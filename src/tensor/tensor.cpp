@@ -319,6 +319,7 @@ const Tensor& Tensor::realize() const {
   std::vector<UOp> roots{im.uop};
   std::vector<std::string> devs{im.device};
   im.uop = engine::realize(roots, devs)[0];
+  tensor::keep_for_autograd(std::span(&impl(), 1), roots);
   return *this;
 }
 Tensor& Tensor::realize() {
@@ -328,17 +329,18 @@ Tensor& Tensor::realize() {
 
 void Tensor::realize_all(std::vector<Tensor>& tensors) {
   // Grouped by device: one realize (one schedule) per device.
-  std::map<std::string, std::vector<Impl*>> by_device;
+  std::map<std::string, std::vector<std::shared_ptr<Impl>>> by_device;
   for (Tensor& t : tensors) {
-    Impl& im = *t.impl();
-    if (!engine::as_buffer(im.uop)) by_device[im.device].push_back(&im);
+    const std::shared_ptr<Impl>& im = t.impl();
+    if (!engine::as_buffer(im->uop)) by_device[im->device].push_back(im);
   }
   for (auto& [device, impls] : by_device) {
     std::vector<UOp> roots;
-    for (Impl* im : impls) roots.push_back(im->uop);
+    for (const auto& im : impls) roots.push_back(im->uop);
     const std::vector<std::string> devs(roots.size(), device);
     const std::vector<UOp> done = engine::realize(roots, devs);
     for (size_t i = 0; i < impls.size(); ++i) impls[i]->uop = done[i];
+    tensor::keep_for_autograd(impls, roots);
   }
 }
 
@@ -413,7 +415,17 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   return make(lazy::contiguous(impl()->uop), shape(), dtype(), device());
 }
-Tensor Tensor::detach() const { return make(impl()->uop, shape(), dtype(), device(), is_weak()); }
+// A DETACH node, not the same node: autograd finds tensors that require grad by their node, so
+// a detached copy must not be one of them (the scheduler reads DETACH as its source).
+Tensor Tensor::detach() const {
+  if (impl()->uop.op() == Ops::CONST) {  // a literal carries no gradient
+    Tensor out = make(impl()->uop, shape(), dtype(), device(), is_weak());
+    out.impl()->literal = impl()->literal;
+    return out;
+  }
+  return make(UOp::make(Ops::DETACH, dtype(), {impl()->uop}), shape(), dtype(), device(),
+              is_weak());
+}
 
 std::string Tensor::to_string() const {
   std::ostringstream os;
@@ -501,7 +513,15 @@ Tensor Tensor::where(const Tensor& a, const Tensor& b) const { return vkgrad::wh
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto [x, y] = tensor::binary_operands(a, b, "where");
-  const Tensor c = cond.cast(dtypes::bool_);
+  Tensor c = cond.cast(dtypes::bool_);
+  if (c.device() != x.device()) {
+    if (!cond.is_weak())
+      throw DeviceError(fmt::format("where: the condition is on {} and the values on {}",
+                                    c.device(), x.device()));
+    auto impl = std::make_shared<Tensor::Impl>(*c.impl());  // a literal: no memory to move
+    impl->device = x.device();
+    c = Tensor(std::move(impl));
+  }
   const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
   const Tensor s[] = {tensor::broadcast_to(c, shape, "where"),
                       tensor::broadcast_to(x, shape, "where"),

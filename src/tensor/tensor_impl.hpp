@@ -24,6 +24,10 @@ struct Tensor::Impl {
   // Autograd (autograd.cpp).
   bool requires_grad = false;
   std::optional<Tensor> grad;
+  // realize() replaces `uop` with a view of the result; when the value depends on a tensor that
+  // requires grad, the node it was computed from is kept here, so gradients still flow through
+  // the realized value. It stands for `grad_view` only: once `uop` changes again, it is stale.
+  UOp grad_graph, grad_view;
 };
 
 namespace tensor {
@@ -32,6 +36,11 @@ namespace tensor {
 Tensor make(UOp uop, Shape shape, DType dtype, std::string device, bool weak = false);
 const UOp& uop(const Tensor& t);
 std::string resolve_device(const std::string& device);  // "" -> default device; validates
+
+// autograd.cpp: realize() calls this once `impls[i]->uop` is the view of its result and
+// `before[i]` the node it was computed from; keeps those nodes that gradients may flow through.
+void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
+                       std::span<const UOp> before);
 
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);

@@ -176,3 +176,24 @@ TEST(VulkanMath, TranscendentalsWithinDocumentedUlps) {
 
 }  // namespace
 }  // namespace vkgrad::testing
+
+namespace vkgrad::testing {
+namespace {
+
+// An op that mixes devices is refused (at the op where it can tell, else at realize) instead of
+// letting one device's kernel read another's memory.
+TEST(CrossDevice, MixingDevicesIsADeviceError) {
+  if (!std::count(devices().begin(), devices().end(), std::string("VULKAN")))
+    GTEST_SKIP() << "no Vulkan device here";
+  const Tensor cpu = Tensor::from_vector<float>({1, 2, 3}, {3}, {}, "CPU");
+  const Tensor vk = Tensor::from_vector<float>({4, 5, 6}, {3}, {}, "VULKAN");
+  EXPECT_THROW((void)(cpu + vk), DeviceError);
+  EXPECT_THROW((void)where(cpu > 1, vk, vk), DeviceError);
+  const Tensor idx = Tensor::from_vector<int32_t>({0, 2}, {2}, {}, "CPU");
+  EXPECT_THROW((void)vk.gather(0, idx), DeviceError);
+  // A literal condition goes where the values are.
+  EXPECT_EQ(where(Tensor(true), vk, 0.0).to_vector<float>(), (std::vector<float>{4, 5, 6}));
+}
+
+}  // namespace
+}  // namespace vkgrad::testing

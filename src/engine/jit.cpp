@@ -1,0 +1,50 @@
+// engine: recording and replaying realizes for the Jit (see jit.hpp).
+#include "engine/jit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace vkgrad::engine {
+
+Recording::Recording() : previous_(set_run_recorder(&runs_)) {}
+Recording::~Recording() { set_run_recorder(previous_); }
+
+CapturedGraph::CapturedGraph(std::vector<RecordedRun> runs) : runs_(std::move(runs)) {
+  Runtime* runtime = nullptr;
+  for (const RecordedRun& r : runs_) {
+    if (runtime && r.runtime != runtime)
+      throw DeviceError(fmt::format(
+          "Jit: the function ran kernels on {} and {}; one capture replays on one device",
+          runtime->name(), r.runtime->name()));
+    runtime = r.runtime;
+    launches_.insert(launches_.end(), r.launches.begin(), r.launches.end());
+    if (std::find(locks_.begin(), locks_.end(), r.run_mu) == locks_.end())
+      locks_.push_back(r.run_mu);
+  }
+  // One fixed order, so two replays (or a replay and a realize) never wait on each other.
+  std::sort(locks_.begin(), locks_.end());
+  if (runtime) graph_ = runtime->capture(launches_);
+}
+
+void CapturedGraph::replay(const std::unordered_map<void*, void*>& substitute) {
+  if (!graph_) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<KernelLaunch> launches = launches_;
+  if (!substitute.empty())
+    for (KernelLaunch& l : launches)
+      for (void*& h : l.buffers)
+        if (auto it = substitute.find(h); it != substitute.end()) h = it->second;
+  // The arenas of the recorded schedules hold this graph's intermediates.
+  std::vector<std::unique_lock<std::mutex>> held;
+  held.reserve(locks_.size());
+  for (std::mutex* m : locks_) held.emplace_back(*m);
+  graph_->replay(launches);
+  held.clear();
+  count_graph_replay(
+      static_cast<int64_t>(launches.size()),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace vkgrad::engine
