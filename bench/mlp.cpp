@@ -76,8 +76,8 @@ Row mlp_step_case(Suite& s, bool jit) {
     const double replays = static_cast<double>(after.graph_replays - before.graph_replays);
     const double run_ms = (after.run_ms - before.run_ms) / steps;
     row.details.push_back(fmt::format(
-        "{:.0f} of {:.0f} steps replayed; time outside the kernels {:.1f} us per kernel",
-        replays, steps, kernels > 0 ? (median_ms(runs) - run_ms) * 1e3 / kernels : 0.0));
+        "{:.0f} of {:.0f} steps replayed; time outside the kernels {:.1f} us per kernel", replays,
+        steps, kernels > 0 ? (median_ms(runs) - run_ms) * 1e3 / kernels : 0.0));
     if (replays < steps) row.fail("some timed steps were not replays");
   }
   row.details.push_back(fmt::format("loss {:.4f} at the first step, {:.4f} after {:.0f} more",
