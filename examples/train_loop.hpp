@@ -65,6 +65,19 @@ inline Options parse(int argc, char** argv, Options o) {
   return o;
 }
 
+// Resident memory and live graph nodes: both stay flat over a long run.
+inline void memory_line(int step) {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  std::printf(
+      "memory at step %d: RSS %.1f MiB, %lld live graph nodes\n", step,
+      static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0,
+      static_cast<long long>(vkgrad::runtime_stats().live_nodes));
+}
+
 // Trains `Model` (with Adam) on the training set and reports the held-out accuracy; returns the
 // exit code (1 below --min-accuracy).
 template <class Model>
@@ -109,6 +122,7 @@ int train(const Options& opt) {
     loss = out[0].item<float>();
     acc = out[1].item<float>();
     progress.update(step, loss, acc);
+    if (step == 100 || step == opt.steps) memory_line(step);
   }
 
   // Held-out accuracy, 500 images at a time.

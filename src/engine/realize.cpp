@@ -520,6 +520,7 @@ RuntimeStats runtime_stats() {
   std::lock_guard lock(engine::g_stats_mu);
   RuntimeStats s = engine::g_stats;
   s.validation_messages = vk::validation_messages() - engine::g_validation_base;
+  s.live_nodes = static_cast<int64_t>(UOp::live_count());
   return s;
 }
 void reset_runtime_stats() {
