@@ -20,7 +20,7 @@ struct RuntimeStats {
   double compile_ms = 0;            // compiler + loading programs
   double run_ms = 0;                // launching and waiting for kernels and copies
   int64_t validation_messages = 0;  // Khronos validation layer reports (VKGRAD_VALIDATION=1)
-  int64_t live_nodes = 0;  // graph nodes (UOps) alive now, in all threads (not reset)
+  int64_t live_nodes = 0;           // graph nodes (UOps) alive now, in all threads (not reset)
 };
 
 RuntimeStats runtime_stats();
