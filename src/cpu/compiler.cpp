@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vkgrad/error.hpp>
 
+#include "codegen/disk_cache.hpp"
+
 namespace vkgrad::cpu {
 
 namespace fs = std::filesystem;
@@ -41,15 +43,6 @@ const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
-
-// 64-bit FNV-1a; fields are fed with a 0 byte after each so ("ab","c") and ("a","bc") differ.
-struct Fnv1a {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-    h = (h ^ 0u) * 0x100000001b3ull;
-  }
-};
 
 std::vector<std::string> split_words(std::string_view s) {
   std::vector<std::string> words;
@@ -223,12 +216,7 @@ Compiler& Compiler::instance() {
 
 Compiler::Compiler(std::string cache_root) : cache_root_(std::move(cache_root)) {}
 
-std::string Compiler::cache_dir() {
-  if (const char* d = env("VKGRAD_CACHE_DIR")) return d;
-  if (const char* d = env("XDG_CACHE_HOME")) return (fs::path(d) / "vkgrad").string();
-  if (const char* d = env("HOME")) return (fs::path(d) / ".cache" / "vkgrad").string();
-  return (fs::temp_directory_path() / "vkgrad").string();
-}
+std::string Compiler::cache_dir() { return cache_root().string(); }
 
 const CompilerInfo& Compiler::info() const {
   std::call_once(info_once_, [this] {

@@ -84,8 +84,7 @@ class Compiler {
   };
   Stats stats() const;
 
-  // VKGRAD_CACHE_DIR, else $XDG_CACHE_HOME/vkgrad, else $HOME/.cache/vkgrad, else
-  // <temp dir>/vkgrad (empty variables count as unset). compile() creates it on demand.
+  // The shared cache root (codegen/disk_cache.hpp's cache_root()); compile() creates it on demand.
   static std::string cache_dir();
 
  private:

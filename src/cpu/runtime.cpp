@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
+#include "codegen/linearize.hpp"  // range_size
 #include "codegen/pipeline.hpp"
 #include "cpu/compiler.hpp"
 #include "cpu/thread_pool.hpp"
@@ -110,7 +111,7 @@ class CpuRuntime final : public Runtime {
     k->work = 1;
     for (const UOp& u : p.uops)
       if (u.op() == Ops::RANGE) {
-        const int64_t n = std::get<int64_t>(u.src(0).const_value()), cap = int64_t{1} << 40;
+        const int64_t n = range_size(u), cap = int64_t{1} << 40;
         k->work = n > 0 && k->work > cap / n ? cap : k->work * n;
       }
     return k;

@@ -513,15 +513,12 @@ Tensor Tensor::where(const Tensor& a, const Tensor& b) const { return vkgrad::wh
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   auto [x, y] = tensor::binary_operands(a, b, "where");
-  Tensor c = cond.cast(dtypes::bool_);
-  if (c.device() != x.device()) {
-    if (!cond.is_weak())
-      throw DeviceError(fmt::format("where: the condition is on {} and the values on {}",
-                                    c.device(), x.device()));
-    auto impl = std::make_shared<Tensor::Impl>(*c.impl());  // a literal: no memory to move
-    impl->device = x.device();
-    c = Tensor(std::move(impl));
-  }
+  // The condition joins the values' device the way binary operands do: a literal moves, a
+  // tensor on another device is a DeviceError.
+  const std::string dev = tensor::common_device(cond, x, "where");
+  const Tensor c = tensor::on_device(cond.cast(dtypes::bool_), dev);
+  x = tensor::on_device(x, dev);
+  y = tensor::on_device(y, dev);
   const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
   const Tensor s[] = {tensor::broadcast_to(c, shape, "where"),
                       tensor::broadcast_to(x, shape, "where"),

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <vkgrad/error.hpp>
 
+#include "codegen/disk_cache.hpp"
 #include "vk/counters.hpp"
 #include "vk/device.hpp"
 
@@ -31,15 +32,6 @@ constexpr uint32_t kSpirvMagic = 0x07230203;
 constexpr const char* kBdaPreamble = "#define VKG_BDA 1\n";
 
 const char* preamble(Variant v) { return v == Variant::device_address ? kBdaPreamble : ""; }
-
-// 64-bit FNV-1a; a 0 byte after each field so ("ab","c") and ("a","bc") differ.
-struct Fnv1a {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(std::string_view s) {
-    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-    h = (h ^ 0u) * 0x100000001b3ull;
-  }
-};
 
 std::string glslang_version() {
   return fmt::format("glslang {}.{}.{}{}", GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR,
@@ -146,18 +138,7 @@ int debug_level() {
   return level;
 }
 
-fs::path cache_dir() {
-  fs::path root;
-  if (const char* d = env("VKGRAD_CACHE_DIR"))
-    root = d;
-  else if (const char* x = env("XDG_CACHE_HOME"))
-    root = fs::path(x) / "vkgrad";
-  else if (const char* h = env("HOME"))
-    root = fs::path(h) / ".cache" / "vkgrad";
-  else
-    root = fs::temp_directory_path() / "vkgrad";
-  return root / "vk";
-}
+fs::path cache_dir() { return cache_root() / "vk"; }
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

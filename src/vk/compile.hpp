@@ -23,7 +23,7 @@ enum class Variant { descriptors, device_address };
 std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source,
                                     Variant variant);
 
-// $VKGRAD_CACHE_DIR/vk, else $XDG_CACHE_HOME/vkgrad/vk, else ~/.cache/vkgrad/vk.
+// <cache root>/vk (codegen/disk_cache.hpp: $VKGRAD_CACHE_DIR, else $XDG_CACHE_HOME/vkgrad, ...).
 std::filesystem::path cache_dir();
 // Writes through a temporary file in the same folder and a rename, so readers never see a
 // partial file. Best effort: returns false (and leaves nothing behind) on failure.

@@ -103,12 +103,6 @@ TEST(CrossDevice, VulkanMatchesCpu) {
   EXPECT_EQ(runtime_stats().validation_messages, before);
 }
 
-}  // namespace
-}  // namespace vkgrad::testing
-
-namespace vkgrad::testing {
-namespace {
-
 // The ULP distance between a float result and the exact (double) value, in units of the float
 // spacing at the exact value.
 double ulps32(double got, double exact) {
@@ -125,9 +119,7 @@ double ulps64(double got, double exact) {
 // render_glsl.cpp documents (2 ULP; float32 log2 3 ULP; sin for |x| < 1e5 in float32 and 1e6 in
 // float64), measured here against the C library in double.
 TEST(VulkanMath, TranscendentalsWithinDocumentedUlps) {
-  std::vector<std::string> vks;
-  for (const std::string& d : devices())
-    if (d != "CPU") vks.push_back(d);
+  const std::vector<std::string> vks = vulkan_devices();
   if (vks.empty()) GTEST_SKIP() << "no Vulkan device here";
   std::vector<double> wide = random_values(4000, -100, 100, 21),
                       pos = random_values(4000, 0, 1, 22);
@@ -174,18 +166,10 @@ TEST(VulkanMath, TranscendentalsWithinDocumentedUlps) {
   }
 }
 
-}  // namespace
-}  // namespace vkgrad::testing
-
-namespace vkgrad::testing {
-namespace {
-
 // An op that mixes devices is refused (at the op where it can tell, else at realize) instead of
 // letting one device's kernel read another's memory.
 TEST(CrossDevice, MixingDevicesIsADeviceError) {
-  const std::vector<std::string> all = devices();
-  if (std::find(all.begin(), all.end(), "VULKAN") == all.end())
-    GTEST_SKIP() << "no Vulkan device here";
+  if (!has(devices(), "VULKAN")) GTEST_SKIP() << "no Vulkan device here";
   const Tensor cpu = Tensor::from_vector<float>({1, 2, 3}, {3}, {}, "CPU");
   const Tensor vk = Tensor::from_vector<float>({4, 5, 6}, {3}, {}, "VULKAN");
   EXPECT_THROW((void)(cpu + vk), DeviceError);
