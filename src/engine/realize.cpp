@@ -271,10 +271,6 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
 
 thread_local std::vector<RecordedRun>* t_recorder = nullptr;
 
-UOp view_of(const UOp& buffer, const Shape& shape) {
-  return shape == Shape{buffer.arg_as<int64_t>()} ? buffer : lazy::reshape(buffer, shape);
-}
-
 }  // namespace
 
 // ---- public engine API
@@ -311,6 +307,10 @@ UOp allocate(DType dtype, int64_t count, const std::string& device) {
 void download(const UOp& buffer, void* dst, size_t nbytes) {
   const Storage s = storage_of(buffer);
   s.runtime->copy_out(dst, s.handle, nbytes);
+}
+
+UOp view_of(const UOp& buffer, const Shape& shape) {
+  return shape == Shape{buffer.arg_as<int64_t>()} ? buffer : lazy::reshape(buffer, shape);
 }
 
 UOp as_buffer(const UOp& u) {

@@ -36,6 +36,8 @@ std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
 
 // The BUFFER under a plain contiguous view (BUFFER or RESHAPE(BUFFER)), else a null UOp.
 UOp as_buffer(const UOp& u);
+// The inverse: a BUFFER seen with `shape` (the BUFFER itself when the shape is its 1-D size).
+UOp view_of(const UOp& buffer, const Shape& shape);
 // The runtime's handle for a BUFFER node's storage (what KernelLaunch::buffers holds).
 void* buffer_handle(const UOp& buffer);
 

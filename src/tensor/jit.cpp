@@ -29,9 +29,6 @@ std::string signature(const std::vector<Tensor>& inputs) {
   return key;
 }
 
-UOp view_of(const UOp& buffer, const Shape& shape) {
-  return shape == Shape{buffer.arg_as<int64_t>()} ? buffer : lazy::reshape(buffer, shape);
-}
 // The BUFFER under a plain view of one (BUFFER or RESHAPE(BUFFER)), else a null UOp.
 UOp buffer_of(const Tensor& t) { return engine::as_buffer(tensor::uop(t)); }
 void* handle_of(const Tensor& t) { return engine::buffer_handle(buffer_of(t)); }
@@ -213,7 +210,7 @@ std::unique_ptr<Capture> capture(const Jit::Function& fn, const std::vector<Tens
 // A replay's update of a tensor: like assign, other Jits reading the tensor hear of it.
 void move_to(const std::shared_ptr<Tensor::Impl>& impl, const UOp& buffer) {
   const UOp before = impl->uop;
-  impl->uop = view_of(buffer, impl->shape);
+  impl->uop = engine::view_of(buffer, impl->shape);
   tensor::notify_jits(impl, before);
 }
 
@@ -280,7 +277,8 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
       out.push_back(in[it->second]);
       continue;
     }
-    out.push_back(tensor::make(view_of(resolve(o.buffer), o.shape), o.shape, o.dtype, o.device));
+    out.push_back(
+        tensor::make(engine::view_of(resolve(o.buffer), o.shape), o.shape, o.dtype, o.device));
   }
   return out;
 }
