@@ -70,6 +70,22 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& expe
 // Default tolerances per dtype for results of float math (exact for ints and bool).
 double default_rtol(DType dtype);
 
+// Expect f() to throw E whose message contains every needle (the op, shapes, dtypes it names).
+template <class E, class F>
+void expect_error(F&& f, const std::vector<std::string>& needles) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const std::string& n : needles)
+      EXPECT_NE(msg.find(n), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << n << "\"";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
 // Row-major strides and index helpers for writing reference loops.
 std::vector<int64_t> strides_of(const Shape& s);
 int64_t numel_of(const Shape& s);

@@ -46,21 +46,6 @@ std::vector<double> iota_values(int64_t n, double start = 0) {
 }
 
 // Runs f, expects exception E whose message contains every needle.
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos)
-          << "message \"" << msg << "\" lacks \"" << n << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
-
 // After an error the library keeps working: a small fresh computation gives the right value.
 void expect_still_works(const std::string& dev) {
   Tensor t = make_tensor({1, 2, 3}, {3}, dtypes::float32, dev);

@@ -47,21 +47,6 @@ double at(const std::vector<double>& v, const Shape& shape, const Index& idx) {
   return v[static_cast<size_t>(off)];
 }
 
-template <class E, class F>
-void expect_error(F&& f, const std::vector<std::string>& needles) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const std::string& n : needles)
-      EXPECT_NE(msg.find(n), std::string::npos)
-          << "message \"" << msg << "\" lacks \"" << n << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
-
 void expect_still_works(const std::string& dev) {
   Tensor a = make_tensor({1, 2, 3, 4}, {2, 2}, dtypes::float32, dev);
   expect_values(a.matmul(a), {2, 2}, dtypes::float32, {7, 10, 15, 22});
