@@ -39,24 +39,71 @@ NormalizedGraph normalize_graph(std::span<const UOp> roots) {
 // ------------------------------------------------------------------
 namespace {
 
-// A node is realized (computed into its own buffer by its own kernel) when it is an output,
-// a CONTIGUOUS, or a reduction whose value is needed at more than one output position of its
-// consumer's kernel (behind an EXPAND) or inside another reduction. Elementwise work is
-// recomputed where it is used, never stored.
+// A node is realized (computed into its own buffer by its own kernel) when it is
+//   - an output or a CONTIGUOUS;
+//   - a reduction whose value is needed at more than one output position of its consumer's
+//     kernel (behind an EXPAND) or inside another reduction, or one that several kernels read
+//     (a gradient feeding both of Adam's moments is computed once, not once per moment);
+//   - an elementwise computation that a reduction reads through a broadcast of 8 or more (a
+//     matmul operand such as softmax's gradient or a masked delta), unless it is a single cheap
+//     op: otherwise the reduction would recompute it for every broadcast copy.
+// Other elementwise work is recomputed where it is used, never stored.
+bool worth_storing(const UOp& u, const std::unordered_set<const UOpNode*>& realized) {
+  if (!is_alu(u.op()) && u.op() != Ops::CAST && u.op() != Ops::BITCAST) return false;
+  int ops = 0;
+  std::vector<UOp> stack{u};
+  std::unordered_set<const UOpNode*> seen;
+  while (!stack.empty()) {
+    const UOp n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    if (n.get() != u.get() && (realized.count(n.get()) || n.op() == Ops::REDUCE_AXIS)) continue;
+    if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST) {
+      if (is_unary(n.op()) && n.op() != Ops::NEG) return true;  // transcendental or sqrt
+      if (n.op() == Ops::FDIV || n.op() == Ops::POW || ++ops >= 2) return true;
+    }
+    for (const UOp& s : n.src()) stack.push_back(s);
+  }
+  return false;
+}
+
 std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
-                                                   std::span<const UOp> roots) {
+                                                   std::span<const UOp> roots,
+                                                   lazy::ShapeMap& shapes) {
   std::unordered_set<const UOpNode*> realized;
   for (const UOp& r : roots) realized.insert(r.get());
-  std::unordered_map<const UOpNode*, bool> under;  // below an EXPAND or REDUCE_AXIS in its kernel
+  struct Flags {
+    bool under = false;               // below an EXPAND or REDUCE_AXIS in its kernel
+    bool in_reduce = false;           // below a REDUCE_AXIS in its kernel
+    bool operand = false;             // reached from a REDUCE_AXIS through a broadcast of 8 or more
+    const UOpNode* kernel = nullptr;  // the realized node whose kernel reads it
+    bool shared = false;              // read by more than one kernel
+  };
+  std::unordered_map<const UOpNode*, Flags> flags;
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOp& u = *it;
     if (u.op() == Ops::SINK) continue;
-    bool ctx = under[u.get()];
-    if (u.op() == Ops::CONTIGUOUS || (u.op() == Ops::REDUCE_AXIS && ctx)) realized.insert(u.get());
-    if (realized.count(u.get())) ctx = false;  // its kernel starts here
-    const bool mark = ctx || u.op() == Ops::EXPAND || u.op() == Ops::REDUCE_AXIS;
-    for (const UOp& s : u.src())
-      if (mark) under[s.get()] = true;
+    Flags f = flags[u.get()];
+    if (u.op() == Ops::CONTIGUOUS || (u.op() == Ops::REDUCE_AXIS && (f.under || f.shared)) ||
+        (f.operand && worth_storing(u, realized)))
+      realized.insert(u.get());
+    if (realized.count(u.get())) f = Flags{.kernel = u.get()};  // its kernel starts here
+    Flags down = f;
+    down.under = f.under || u.op() == Ops::EXPAND || u.op() == Ops::REDUCE_AXIS;
+    down.in_reduce = f.in_reduce || u.op() == Ops::REDUCE_AXIS;
+    if (u.op() == Ops::EXPAND && f.in_reduce &&
+        lazy::prod(shapes(u)) >= 8 * lazy::prod(shapes(u.src(0))))
+      down.operand = true;
+    else if (!is_movement(u.op()))
+      down.operand = false;  // only the first computation below the broadcast is considered
+    for (const UOp& s : u.src()) {
+      Flags& fs = flags[s.get()];
+      fs.under = fs.under || down.under;
+      fs.in_reduce = fs.in_reduce || down.in_reduce;
+      fs.operand = fs.operand || down.operand;
+      fs.shared = fs.shared || down.shared || (fs.kernel && fs.kernel != down.kernel);
+      fs.kernel = down.kernel;
+    }
   }
   return realized;
 }
@@ -68,7 +115,7 @@ Schedule build_schedule(const UOp& key) {
   const std::vector<UOp> topo = toposort(key);
   const std::span<const UOp> roots(key.src());
   lazy::ShapeMap shapes;
-  const auto realized = choose_realized(topo, roots);
+  const auto realized = choose_realized(topo, roots, shapes);
 
   // Buffers: placeholders (inputs), then one per realized node.
   std::unordered_map<const UOpNode*, int> buffer_of;

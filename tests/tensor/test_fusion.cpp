@@ -76,6 +76,60 @@ TEST_P(FusionTest, SoftmaxIsAtMostThreeKernels) {
   expect_values(s, {5, 17}, dtypes::float32, ref, 1e-5, 1e-6);
 }
 
+// Kernels of a schedule of several roots, and how many of them reduce.
+std::pair<size_t, int> kernels_and_reductions(const std::vector<Tensor>& roots) {
+  std::vector<UOp> uops;
+  for (const Tensor& t : roots) uops.push_back(tensor::uop(t));
+  const Schedule sched = build_schedule(normalize_graph(uops).key);
+  int reductions = 0;
+  for (const ScheduleKernel& k : sched.kernels)
+    for (const UOp& u : toposort(k.ast)) {
+      if (u.op() != Ops::REDUCE) continue;
+      ++reductions;
+      break;
+    }
+  return {sched.kernels.size(), reductions};
+}
+
+TEST_P(FusionTest, AReductionSeveralKernelsReadIsComputedOnce) {
+  // A gradient feeding both of Adam's moments: the matmul runs once, not once per moment.
+  Tensor a = rnd({16, 33}, 1), b = rnd({33, 48}, 2);
+  Tensor g = a.matmul(b);
+  std::vector<Tensor> outs{g * 0.9, g * g * 0.1};
+  EXPECT_EQ(kernels_and_reductions(outs), (std::pair<size_t, int>{3, 1}));
+  Tensor::realize_all(outs);
+  const auto av = values_of(a), bv = values_of(b);
+  std::vector<double> m(16 * 48), v(16 * 48);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 48; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 33; ++k) acc += av[i * 33 + k] * bv[k * 48 + j];
+      m[i * 48 + j] = acc * 0.9;
+      v[i * 48 + j] = acc * acc * 0.1;
+    }
+  expect_values(outs[0], {16, 48}, dtypes::float32, m, 1e-5, 1e-5);
+  expect_values(outs[1], {16, 48}, dtypes::float32, v, 1e-5, 1e-5);
+}
+
+TEST_P(FusionTest, AnExpensiveMatmulOperandIsStoredNotRecomputed) {
+  Tensor x = rnd({16, 33}, 3), y = rnd({16, 33}, 4), w = rnd({33, 48}, 5);
+  // One cheap op on an operand stays fused; exp and a product are computed once, stored, and
+  // read by the matmul (instead of once per output column).
+  EXPECT_EQ((x * 2.0).matmul(w).schedule().size(), 1u);
+  Tensor r = (x.exp() * y).matmul(w);
+  EXPECT_EQ(r.schedule().size(), 2u);
+  const auto xv = values_of(x), yv = values_of(y), wv = values_of(w);
+  std::vector<double> ref(16 * 48);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 48; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 33; ++k)
+        acc += std::exp(xv[i * 33 + k]) * yv[i * 33 + k] * wv[k * 48 + j];
+      ref[i * 48 + j] = acc;
+    }
+  expect_values(r, {16, 48}, dtypes::float32, ref, 1e-5, 1e-5);
+}
+
 TEST_P(FusionTest, ViewsOfARealizedBufferNeedNoCopyUntilUsed) {
   Tensor a = rnd({4, 6}, 6).realize();
   EXPECT_EQ(a.schedule().size(), 0u);
