@@ -39,7 +39,11 @@ namespace vkgrad {
 //   next call. Keep an output across calls with clone().realize(). An output that is an input
 //   comes back as that input. An input that is one of the Jit's own buffers (an output fed
 //   back) is copied first.
-// - Symbolic sizes (Variable) are not supported: each shape is its own capture.
+// - Symbolic sizes: an input axis made symbolic (x.symbolic(0, n), variable.hpp) groups calls by
+//   the variable, not the size. One capture then serves every size in the variable's bounds:
+//   its kernels read the sizes the inputs bind when they run, and its buffers are sized for the
+//   variables' maxima. Outputs come back with the call's sizes. Other shapes are their own
+//   captures.
 // A capture runs on one device (DeviceError otherwise). A Jit called while another Jit is
 // capturing runs its function plainly, so the outer capture records its kernels. One Jit is not
 // to be called from two threads at once.

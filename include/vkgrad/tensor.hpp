@@ -16,6 +16,7 @@
 #include <vector>
 #include <vkgrad/dtype.hpp>
 #include <vkgrad/error.hpp>
+#include <vkgrad/variable.hpp>
 
 namespace vkgrad {
 
@@ -65,6 +66,10 @@ class Tensor {
 
   // A 0-d tensor of `dtype` (not weak).
   static Tensor scalar(double v, std::optional<DType> dtype = {}, const std::string& device = {});
+  // A bound variable's value as a 0-d tensor (int32 unless `dtype`); kernels read the value
+  // when they run (see variable.hpp).
+  static Tensor variable(const Variable& v, std::optional<DType> dtype = {},
+                         const std::string& device = {});
 
   // Copies `data` (row-major) into a new tensor. T must match the dtype (uint16_t carries the
   // bits of float16/bfloat16); the dtype defaults to the natural one for T.
@@ -266,6 +271,15 @@ class Tensor {
   Tensor pad(const PadList& padding, double value = 0.0) const;
   Tensor shrink(const PadList& bounds) const;
   Tensor flip(std::vector<int> axes) const;
+  // The same values with axis `axis` symbolic: its size is `v` (bound to the axis's size when
+  // unbound; ShapeError when bound to another size or the size is outside v's bounds). What is
+  // computed from the tensor follows the symbol: elementwise ops, broadcasting, reductions
+  // (sum, max, mean, ... over it or other axes), matmul, permute, expand, flip, and reshapes
+  // that keep the axis whole; pad or shrink of the axis, or a reshape merging or splitting it,
+  // is a ShapeError. Backward through a symbolic shape is not supported (Error).
+  Tensor symbolic(int axis, const Variable& v) const;
+  // Per axis: the variable it stands for (bound to its size), or nothing for a fixed size.
+  std::vector<std::optional<Variable>> symbolic_shape() const;
   Tensor flip(int axis) const;
   Tensor flatten(int start = 0, int end = -1) const;
   Tensor unflatten(int dim, Shape sizes) const;

@@ -21,7 +21,8 @@ class CompiledKernel {
 
 struct KernelLaunch {
   const CompiledKernel* kernel = nullptr;
-  std::vector<void*> buffers;  // device memory handles, in DEFINE_GLOBAL slot order
+  std::vector<void*> buffers;      // device memory handles, in DEFINE_GLOBAL slot order
+  std::vector<int64_t> vars = {};  // the values of Program::vars, in that order
 };
 
 // A recorded list of kernels (graph replay): recorded once by Runtime::capture, then run again

@@ -20,6 +20,7 @@ CapturedGraph::CapturedGraph(std::vector<RecordedRun> runs) : runs_(std::move(ru
           runtime->name(), r.runtime->name()));
     runtime = r.runtime;
     launches_.insert(launches_.end(), r.launches.begin(), r.launches.end());
+    var_names_.insert(var_names_.end(), r.var_names.begin(), r.var_names.end());
     if (std::find(locks_.begin(), locks_.end(), r.run_mu) == locks_.end())
       locks_.push_back(r.run_mu);
   }
@@ -28,7 +29,8 @@ CapturedGraph::CapturedGraph(std::vector<RecordedRun> runs) : runs_(std::move(ru
   if (runtime) graph_ = runtime->capture(launches_);
 }
 
-void CapturedGraph::replay(const std::unordered_map<void*, void*>& substitute) {
+void CapturedGraph::replay(const std::unordered_map<void*, void*>& substitute,
+                           const lazy::VarValues& vars) {
   if (!graph_) return;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<KernelLaunch> launches = launches_;
@@ -36,6 +38,11 @@ void CapturedGraph::replay(const std::unordered_map<void*, void*>& substitute) {
     for (KernelLaunch& l : launches)
       for (void*& h : l.buffers)
         if (auto it = substitute.find(h); it != substitute.end()) h = it->second;
+  if (!vars.empty())
+    for (size_t k = 0; k < launches.size(); ++k)
+      for (size_t v = 0; v < var_names_[k].size(); ++v)
+        if (auto it = vars.find(var_names_[k][v]); it != vars.end())
+          launches[k].vars[v] = it->second;
   // The arenas of the recorded schedules hold this graph's intermediates.
   std::vector<std::unique_lock<std::mutex>> held;
   held.reserve(locks_.size());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/realize.hpp"
+#include "sched/lazy.hpp"
 
 namespace vkgrad::engine {
 
@@ -34,13 +35,16 @@ class CapturedGraph {
   explicit CapturedGraph(std::vector<RecordedRun> runs);
   const std::vector<RecordedRun>& runs() const { return runs_; }
   // Runs every launch again, each buffer handle h replaced by substitute[h] where present.
-  void replay(const std::unordered_map<void*, void*>& substitute);
+  // `vars`: the values of the variables the captured kernels read (those not given keep their
+  // captured values).
+  void replay(const std::unordered_map<void*, void*>& substitute, const lazy::VarValues& vars);
 
  private:
   std::vector<RecordedRun> runs_;
-  std::vector<KernelLaunch> launches_;  // the captured handles
-  std::vector<std::mutex*> locks_;      // the runs' arena locks, distinct, in address order
-  std::unique_ptr<Graph> graph_;        // null when nothing ran
+  std::vector<KernelLaunch> launches_;               // the captured handles
+  std::vector<std::vector<std::string>> var_names_;  // per launch: its variables
+  std::vector<std::mutex*> locks_;  // the runs' arena locks, distinct, in address order
+  std::unique_ptr<Graph> graph_;    // null when nothing ran
 };
 
 }  // namespace vkgrad::engine

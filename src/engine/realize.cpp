@@ -393,10 +393,20 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     }
   }
   std::vector<KernelLaunch> launches;
+  std::vector<std::vector<std::string>> var_names(sched.kernels.size());
   launches.reserve(sched.kernels.size());
   for (size_t k = 0; k < sched.kernels.size(); ++k) {
-    KernelLaunch l{cs->kernels[k].get(), {}};
+    KernelLaunch l{cs->kernels[k].get(), {}, {}};
     for (int b : sched.kernels[k].buffers) l.buffers.push_back(handles[b]);
+    for (const VarArg& v : sched.kernels[k].vars) {
+      auto it = g.vars.find(v.name);
+      if (it == g.vars.end())
+        throw InternalError(
+            fmt::format("realize: kernel {} reads the variable {}, which is not bound",
+                        launches.size(), v.name));
+      l.vars.push_back(it->second);
+      var_names[k].push_back(v.name);
+    }
     launches.push_back(std::move(l));
   }
   std::vector<double> seconds;
@@ -421,11 +431,14 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     for (const UOp& o : outputs)
       if (o && std::find(g.inputs.begin(), g.inputs.end(), o) == g.inputs.end())
         written.push_back(o);
-    t_recorder->push_back(
-        {cs->runtime, std::move(launches), g.inputs, std::move(written), cs, &cs->run_mu});
+    t_recorder->push_back({cs->runtime, std::move(launches), std::move(var_names), g.inputs,
+                           std::move(written), cs, &cs->run_mu});
   }
-  for (size_t i = 0; i < todo.size(); ++i)
-    out[where[i]] = view_of(outputs[i], sched.output_shapes[i]);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const Shape& shape = sched.output_shapes[i];
+    out[where[i]] = lazy::has_sym(shape) ? lazy::reshape_bound(outputs[i], shape, g.vars)
+                                         : view_of(outputs[i], shape);
+  }
   return out;
 }
 
@@ -439,8 +452,8 @@ std::vector<KernelInfo> schedule_info(std::span<const UOp> roots,
   const Schedule sched = build_schedule(g.key);
   std::vector<KernelInfo> out;
   for (const ScheduleKernel& k : sched.kernels)
-    out.push_back(
-        {kernel_name(k.ast), devices[0], static_cast<int64_t>(k.buffers.size()), k.global_shape});
+    out.push_back({kernel_name(k.ast), devices[0], static_cast<int64_t>(k.buffers.size()),
+                   lazy::concrete(k.global_shape, g.vars)});
   return out;
 }
 

@@ -47,8 +47,9 @@ void* buffer_handle(const UOp& buffer);
 struct RecordedRun {
   Runtime* runtime = nullptr;
   std::vector<KernelLaunch> launches;
-  std::vector<UOp> inputs;         // BUFFER nodes the kernels read
-  std::vector<UOp> outputs;        // BUFFER nodes the kernels write
+  std::vector<std::vector<std::string>> var_names;  // per launch: its variables, in vars order
+  std::vector<UOp> inputs;                          // BUFFER nodes the kernels read
+  std::vector<UOp> outputs;                         // BUFFER nodes the kernels write
   std::shared_ptr<void> schedule;  // the cached schedule: compiled kernels and arena
   std::mutex* run_mu = nullptr;    // the schedule's lock on its arena
 };

@@ -40,13 +40,25 @@ UOp and_(const UOp& a, const UOp& b) {
   return a & b;
 }
 
-// Row-major flat index of idx in shape.
+// stride * d, folded while both are constants.
+UOp times_dim(const UOp& stride, int64_t d) {
+  if (stride.is_const() && !lazy::is_sym(d))
+    return idx_const(std::get<int64_t>(stride.const_value()) * d);
+  return stride * lazy::dim_uop(d);
+}
+
+// d + k, a constant unless d is symbolic.
+UOp dim_plus(int64_t d, int64_t k) {
+  return lazy::is_sym(d) ? lazy::dim_uop(d) + k : idx_const(d + k);
+}
+
+// Row-major flat index of idx in shape (symbolic dimensions: lazy.hpp).
 UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
   UOp flat = idx_const(0);
-  int64_t stride = 1;
+  UOp stride = idx_const(1);
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     if (shape[i] != 1) flat = flat + idx[i] * stride;
-    stride *= shape[i];
+    stride = times_dim(stride, shape[i]);
   }
   return flat;
 }
@@ -63,12 +75,13 @@ UOp lower_index(const Match& m) {
   if ((*ctx.is_input)(n)) {
     auto [it, fresh] = ctx.slot_of.emplace(n.get(), static_cast<int>(ctx.inputs.size()) + 1);
     if (fresh) ctx.inputs.push_back(n);
-    const UOp g = UOp::define_global(n.dtype().ptr(lazy::prod(out_shape)), it->second);
+    const UOp g = UOp::define_global(n.dtype().ptr(lazy::prod_max(out_shape)), it->second);
     const UOp flat = flatten(idx, out_shape);
     return (valid == kTrue ? g.index(flat) : g.index(flat, valid)).load();
   }
   switch (n.op()) {
     case Ops::CONST:
+    case Ops::DEFINE_VAR:  // a variable's value (Tensor::variable)
       return n;
     case Ops::IOTA:
       return idx[0].cast(n.dtype());
@@ -79,10 +92,14 @@ UOp lower_index(const Match& m) {
       const Shape& in = (*ctx.shapes)(n.src(0));
       std::vector<UOp> nidx(in.size());
       const UOp flat = flatten(idx, out_shape);
-      int64_t stride = 1;
+      UOp stride = idx_const(1);
       for (int i = static_cast<int>(in.size()) - 1; i >= 0; --i) {
-        nidx[i] = in[i] == 1 ? idx_const(0) : (flat / stride) % in[i];
-        stride *= in[i];
+        // The outermost index needs no modulo: flat < numel (which also keeps a symbolic
+        // view of a buffer from wrapping at the size the buffer had when it was captured).
+        nidx[i] = in[i] == 1 ? idx_const(0)
+                  : i == 0   ? flat / stride
+                             : (flat / stride) % lazy::dim_uop(in[i]);
+        stride = times_dim(stride, in[i]);
       }
       return index_node(n.src(0), valid, std::move(nidx));
     }
@@ -107,7 +124,7 @@ UOp lower_index(const Match& m) {
     case Ops::FLIP: {
       const IntTuple& f = n.arg_as<IntTuple>();
       for (size_t i = 0; i < idx.size(); ++i)
-        if (f[i]) idx[i] = idx_const(out_shape[i] - 1) - idx[i];
+        if (f[i]) idx[i] = dim_plus(out_shape[i], -1) - idx[i];
       return index_node(n.src(0), valid, std::move(idx));
     }
     case Ops::PAD: {
@@ -117,7 +134,7 @@ UOp lower_index(const Match& m) {
       for (size_t i = 0; i < idx.size(); ++i) {
         if (p[i].first == 0 && p[i].second == 0) continue;
         if (p[i].first) inside = and_(inside, idx[i].ge(p[i].first));
-        if (p[i].second) inside = and_(inside, idx[i].lt(p[i].first + in[i]));
+        if (p[i].second) inside = and_(inside, idx[i].lt(dim_plus(in[i], p[i].first)));
         if (p[i].first) idx[i] = idx[i] - p[i].first;
       }
       const UOp inner = index_node(n.src(0), and_(valid, inside), std::move(idx));
@@ -133,7 +150,7 @@ UOp lower_index(const Match& m) {
           idx[a] = idx_const(0);
           continue;
         }
-        idx[a] = UOp::range(in[a], ctx.next_range++, AxisType::reduce);
+        idx[a] = UOp::range(lazy::dim_uop(in[a]), ctx.next_range++, AxisType::reduce);
         ranges.push_back(idx[a]);
       }
       const UOp body = index_node(n.src(0), valid, std::move(idx));
@@ -181,15 +198,26 @@ LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
   std::vector<UOp> idx(shape.size());
   int64_t axis = 0;
   for (size_t i = 0; i < shape.size(); ++i)
-    idx[i] = shape[i] == 1 ? idx_const(0) : UOp::range(shape[i], axis++, AxisType::global);
+    idx[i] = shape[i] == 1 ? idx_const(0)
+                           : UOp::range(lazy::dim_uop(shape[i]), axis++, AxisType::global);
   ctx.next_range = axis;
   // The root itself is computed here, so index its definition, never a load of itself.
   const UOp start = root.op() == Ops::CONTIGUOUS ? root.src(0) : root;
   const UOp value = graph_rewrite(index_node(start, kTrue, idx), pm_lower, ctx,
                                   {.parents_first = true, .name = "lower_kernel"});
-  const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod(shape)), 0);
+  const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod_max(shape)), 0);
   UOp ast = UOp::sink({out.index(flatten(idx, shape)).store(value)});
   ast = simplify(ast);
+  // A kernel with symbolic sizes serves buffers of every size: its inputs' sizes stay out of it
+  // (they are the sizes of the buffers at hand, not of the kernel).
+  std::unordered_map<UOp, UOp, UOpHash> sizeless;
+  bool symbolic = false;
+  for (const UOp& u : toposort(ast)) {
+    symbolic = symbolic || u.op() == Ops::DEFINE_VAR;
+    if (u.op() == Ops::DEFINE_GLOBAL && u.arg_as<int64_t>() > 0)
+      sizeless.emplace(u, UOp::define_global(u.dtype().base().ptr(), u.arg_as<int64_t>()));
+  }
+  if (symbolic) ast = substitute(ast, sizeless);
   return {std::move(ast), std::move(ctx.inputs)};
 }
 

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
+#include <mutex>
 #include <vkgrad/error.hpp>
 
 namespace vkgrad::lazy {
@@ -17,6 +20,100 @@ int64_t prod(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+namespace {
+struct VarTable {
+  std::mutex mu;
+  std::deque<VarArg> vars;  // stable addresses
+  std::unordered_map<std::string, int64_t> by_name;
+  static VarTable& get() {
+    static VarTable* t = new VarTable();
+    return *t;
+  }
+};
+}  // namespace
+
+int64_t sym_dim(const VarArg& v) {
+  VarTable& t = VarTable::get();
+  std::lock_guard lock(t.mu);
+  if (auto it = t.by_name.find(v.name); it != t.by_name.end()) {
+    const VarArg& known = t.vars[it->second];
+    if (known.min != v.min || known.max != v.max)
+      throw Error(fmt::format(
+          "Variable: \"{}\" is already a variable with bounds [{}, {}], not [{}, {}]; one name "
+          "names one variable",
+          v.name, known.min, known.max, v.min, v.max));
+    return -1 - it->second;
+  }
+  t.vars.push_back(v);
+  const int64_t id = static_cast<int64_t>(t.vars.size()) - 1;
+  t.by_name.emplace(v.name, id);
+  return -1 - id;
+}
+
+const VarArg& sym_var(int64_t d) {
+  VarTable& t = VarTable::get();
+  std::lock_guard lock(t.mu);
+  return t.vars.at(static_cast<size_t>(-1 - d));
+}
+
+bool has_sym(const Shape& s) {
+  for (int64_t d : s)
+    if (is_sym(d)) return true;
+  return false;
+}
+
+UOp dim_uop(int64_t d) {
+  if (!is_sym(d)) return UOp::const_(dtypes::index, d);
+  const VarArg& v = sym_var(d);
+  return UOp::variable(v.name, v.min, v.max);
+}
+
+int64_t dim_max(int64_t d) { return is_sym(d) ? sym_var(d).max : d; }
+
+int64_t prod_max(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= dim_max(d);
+  return n;
+}
+
+Shape concrete(const Shape& s, const VarValues& values) {
+  Shape out = s;
+  for (int64_t& d : out) {
+    if (!is_sym(d)) continue;
+    const VarArg& v = sym_var(d);
+    auto it = values.find(v.name);
+    if (it == values.end())
+      throw InternalError(fmt::format("the variable {} has no value here", v.name));
+    d = it->second;
+  }
+  return out;
+}
+
+UOp reshape_bound(const UOp& x, const Shape& shape, const VarValues& values) {
+  std::vector<UOp> src{x};
+  for (int64_t d : shape) {
+    if (!is_sym(d)) continue;
+    const VarArg& v = sym_var(d);
+    const UOp b = UOp::variable(v.name, v.min, v.max).bind(concrete({d}, values)[0]);
+    if (std::find(src.begin(), src.end(), b) == src.end()) src.push_back(b);
+  }
+  return UOp::make(Ops::RESHAPE, x.dtype(), std::move(src), tuple(shape));
+}
+
+VarValues bound_values(std::span<const UOp> roots) {
+  VarValues out;
+  for (const UOp& u : toposort(roots)) {
+    if (u.op() != Ops::BIND) continue;
+    const std::string& name = u.src(0).arg_as<VarArg>().name;
+    const int64_t value = std::get<int64_t>(u.src(1).const_value());
+    auto [it, fresh] = out.emplace(name, value);
+    if (!fresh && it->second != value)
+      throw Error(fmt::format("the variable {} is bound to both {} and {} in one computation", name,
+                              it->second, value));
+  }
+  return out;
 }
 
 UOp buffer(DType dtype, int64_t count, const std::string& device) {

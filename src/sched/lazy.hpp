@@ -13,8 +13,16 @@
 //   RESHAPE/EXPAND arg=IntTuple new shape; PERMUTE arg=IntTuple order; PAD arg=PairTuple
 //             (before, after); SHRINK arg=PairTuple (start, end); FLIP arg=IntTuple of 0/1 flags.
 //   CONTIGUOUS src=(x): materialize x. DETACH src=(x): x (autograd only).
+//
+// Symbolic dimensions (vkgrad::Variable): a negative dimension d in a shape stands for the
+// variable numbered -1 - d in a process-wide table of (name, min, max). RESHAPE and EXPAND
+// shapes may hold them; a RESHAPE that brings a variable's value into the graph lists
+// BIND(DEFINE_VAR, CONST value) nodes after its source. Scheduling replaces each BIND by its
+// DEFINE_VAR (the schedule is the same for every value) and hands the values to the launches.
 #pragma once
 
+#include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,7 +63,24 @@ class ShapeMap {
 };
 Shape shape_of(const UOp& u);  // one-off (builds a ShapeMap)
 
-int64_t prod(const Shape& s);
+int64_t prod(const Shape& s);  // of a shape without symbolic dimensions
+
+// ---- symbolic dimensions
+using VarValues = std::map<std::string, int64_t>;  // variable name -> bound value
+// The dimension standing for `v` (registering it); Error when a variable of that name was
+// registered with other bounds.
+int64_t sym_dim(const VarArg& v);
+inline bool is_sym(int64_t d) { return d < 0; }
+const VarArg& sym_var(int64_t d);
+bool has_sym(const Shape& s);
+UOp dim_uop(int64_t d);            // CONST or DEFINE_VAR, of dtype index
+int64_t dim_max(int64_t d);        // the dimension at its variable's maximum
+int64_t prod_max(const Shape& s);  // the element count at the variables' maxima
+Shape concrete(const Shape& s, const VarValues& values);  // InternalError when one is unbound
+// RESHAPE of x to `shape`, binding the variables it names to `values`.
+UOp reshape_bound(const UOp& x, const Shape& shape, const VarValues& values);
+// The variables bound anywhere in a graph (InternalError on two values for one variable).
+VarValues bound_values(std::span<const UOp> roots);
 
 }  // namespace lazy
 }  // namespace vkgrad

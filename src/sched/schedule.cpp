@@ -23,14 +23,22 @@ NormalizedGraph normalize_graph(std::span<const UOp> roots) {
   NormalizedGraph out;
   const UOp sink = UOp::sink(std::vector<UOp>(roots.begin(), roots.end()));
   std::unordered_map<UOp, UOp, UOpHash> with;
+  bool binds = false;
   for (const UOp& u : toposort(sink)) {
-    if (u.op() != Ops::BUFFER || with.count(u)) continue;
+    if (with.count(u)) continue;
+    if (u.op() == Ops::BIND) {
+      with.emplace(u, u.src(0));
+      binds = true;
+      continue;
+    }
+    if (u.op() != Ops::BUFFER) continue;
     const int64_t k = static_cast<int64_t>(out.inputs.size());
     out.inputs.push_back(u);
     with.emplace(
         u, UOp::make(Ops::BUFFER, u.dtype(),
                      {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)}, u.arg()));
   }
+  if (binds) out.vars = lazy::bound_values(roots);
   out.key = with.empty() ? sink : substitute(sink, with);
   return out;
 }
@@ -92,7 +100,7 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     down.under = f.under || u.op() == Ops::EXPAND || u.op() == Ops::REDUCE_AXIS;
     down.in_reduce = f.in_reduce || u.op() == Ops::REDUCE_AXIS;
     if (u.op() == Ops::EXPAND && f.in_reduce &&
-        lazy::prod(shapes(u)) >= 8 * lazy::prod(shapes(u.src(0))))
+        lazy::prod_max(shapes(u)) >= 8 * lazy::prod_max(shapes(u.src(0))))
       down.operand = true;
     else if (!is_movement(u.op()))
       down.operand = false;  // only the first computation below the broadcast is considered
@@ -131,7 +139,7 @@ Schedule build_schedule(const UOp& key) {
       order.push_back(u);
       buffer_of[u.get()] = static_cast<int>(sched.buffers.size());
       sched.buffers.push_back(
-          {ScheduleBuffer::Kind::intermediate, u.dtype(), lazy::prod(shapes(u)), 0});
+          {ScheduleBuffer::Kind::intermediate, u.dtype(), lazy::prod_max(shapes(u)), 0});
     }
   for (size_t i = 0; i < roots.size(); ++i) {
     const int b = buffer_of.at(roots[i].get());
@@ -146,7 +154,7 @@ Schedule build_schedule(const UOp& key) {
 
   // Kernels, lowered one realized node at a time.
   for (const UOp& r : order) {
-    if (lazy::prod(shapes(r)) == 0) continue;
+    if (lazy::prod_max(shapes(r)) == 0) continue;
     LoweredKernel lk = lower_kernel(r, shapes, [&](const UOp& u) {
       return u != r && (u.op() == Ops::BUFFER || realized.count(u.get()));
     });
@@ -155,6 +163,10 @@ Schedule build_schedule(const UOp& key) {
     k.buffers.push_back(buffer_of.at(r.get()));
     for (const UOp& in : lk.inputs) k.buffers.push_back(buffer_of.at(in.get()));
     k.global_shape = shapes(r);
+    for (const UOp& u : toposort(k.ast))
+      if (u.op() == Ops::DEFINE_VAR) k.vars.push_back(u.arg_as<VarArg>());
+    std::sort(k.vars.begin(), k.vars.end(),
+              [](const VarArg& a, const VarArg& b) { return a.name < b.name; });
     sched.kernels.push_back(std::move(k));
   }
 

@@ -16,9 +16,11 @@ namespace vkgrad {
 
 // A tensor graph with its input buffers replaced by numbered placeholders: the same structure
 // gives the same `key` node (interned), whatever the buffers — the schedule cache's key.
+// Bound variables (BIND) become their DEFINE_VAR, so every value of a variable shares the key.
 struct NormalizedGraph {
   UOp key;                  // SINK(roots with placeholders)
   std::vector<UOp> inputs;  // the real BUFFER nodes, in placeholder order
+  lazy::VarValues vars;     // the values the graph bound its variables to
 };
 NormalizedGraph normalize_graph(std::span<const UOp> roots);
 bool is_placeholder(const UOp& buffer);
@@ -28,8 +30,8 @@ struct ScheduleBuffer {
   enum class Kind { input, output, intermediate };
   Kind kind;
   DType dtype;
-  int64_t count = 0;
-  int index = 0;  // input: placeholder number; output: root number; intermediate: arena slot
+  int64_t count = 0;  // elements; with symbolic dimensions, at the variables' maxima
+  int index = 0;      // input: placeholder number; output: root number; intermediate: arena slot
 };
 
 // One kernel: a kernel-level AST and the schedule buffers its DEFINE_GLOBAL slots name.
@@ -40,14 +42,15 @@ struct ScheduleBuffer {
 struct ScheduleKernel {
   UOp ast;
   std::vector<int> buffers;  // slot -> index into Schedule::buffers
-  Shape global_shape;        // the output's shape
+  Shape global_shape;        // the output's shape (symbolic dimensions: lazy.hpp)
+  std::vector<VarArg> vars;  // the DEFINE_VARs its AST reads, sorted by name
 };
 
 struct Schedule {
   std::vector<ScheduleBuffer> buffers;
-  std::vector<ScheduleKernel> kernels;  // in execution order
-  std::vector<int> outputs;             // per root: index into buffers (-1: the root is an input)
-  std::vector<Shape> output_shapes;
+  std::vector<ScheduleKernel> kernels;    // in execution order
+  std::vector<int> outputs;               // per root: index into buffers (-1: the root is an input)
+  std::vector<Shape> output_shapes;       // symbolic dimensions resolve with NormalizedGraph::vars
   std::vector<int64_t> arena_slot_bytes;  // memory plan: bytes of each reusable slot
 };
 

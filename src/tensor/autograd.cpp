@@ -405,6 +405,15 @@ void Tensor::backward() const {
   // Prune: only nodes on a path to an anchor get a gradient.
   NodeSet on_path;
   if (!mark_on_path(order, t, on_path)) return;
+  for (const UOp& u : order) {
+    if ((u.op() != Ops::RESHAPE && u.op() != Ops::EXPAND) || !on_path.count(u.get())) continue;
+    for (int64_t d : u.arg_as<IntTuple>())
+      if (lazy::is_sym(d))
+        throw Error(fmt::format(
+            "backward: the loss is computed through the symbolic size {}; gradients through "
+            "symbolic sizes are not supported",
+            lazy::sym_var(d).name));
+  }
 
   Context c{{}, device()};
   std::unordered_map<const UOpNode*, Tensor> grads;

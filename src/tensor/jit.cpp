@@ -5,6 +5,7 @@
 #include "engine/jit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,11 +22,16 @@
 namespace vkgrad {
 namespace {
 
-// Calls whose inputs agree in shape, dtype and device share a capture.
+// Calls whose inputs agree in shape, dtype and device share a capture. A symbolic axis counts
+// as its variable, whatever its size.
 std::string signature(const std::vector<Tensor>& inputs) {
   std::string key;
-  for (const Tensor& t : inputs)
-    key += fmt::format("{}{}@{};", t.dtype().name(), tensor::shape_str(t.shape()), t.device());
+  for (const Tensor& t : inputs) {
+    std::vector<std::string> dims;
+    for (int64_t d : tensor::sym_shape(t))
+      dims.push_back(lazy::is_sym(d) ? lazy::sym_var(d).name : std::to_string(d));
+    key += fmt::format("{}({})@{};", t.dtype().name(), fmt::join(dims, ","), t.device());
+  }
   return key;
 }
 
@@ -126,7 +132,8 @@ struct Capture {
   std::vector<Updated> updated;
   struct Output {
     UOp buffer;
-    Shape shape;
+    Shape shape;  // with its symbolic axes (sched/lazy.hpp), sized by each call's values
+    lazy::VarValues captured;  // their values at the capture (for variables no input binds)
     DType dtype;
     std::string device;
   };
@@ -191,8 +198,13 @@ std::unique_ptr<Capture> capture(const Jit::Function& fn, const std::vector<Tens
     c->owned.insert(engine::buffer_handle(a));
     c->carried.push_back({impl, a, b, b});
   }
-  for (const Tensor& o : out)
-    c->outputs.push_back({buffer_of(o), o.shape(), o.dtype(), o.device()});
+  for (const Tensor& o : out) {
+    lazy::VarValues captured;
+    const Shape& sym = tensor::sym_shape(o);
+    for (size_t i = 0; i < sym.size(); ++i)
+      if (lazy::is_sym(sym[i])) captured[lazy::sym_var(sym[i]).name] = o.shape()[i];
+    c->outputs.push_back({buffer_of(o), sym, std::move(captured), o.dtype(), o.device()});
+  }
   std::unordered_set<void*> external;
   for (const engine::RecordedRun& r : c->graph->runs())
     for (const UOp& b : r.inputs) {
@@ -254,7 +266,10 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
     moved.push_back(std::move(t));
   }
 
-  c.graph->replay(substitute);
+  std::vector<UOp> input_nodes;
+  for (const Tensor& t : in) input_nodes.push_back(tensor::uop(t));
+  const lazy::VarValues vars = lazy::bound_values(input_nodes);
+  c.graph->replay(substitute, vars);
 
   for (size_t k = 0; k < c.carried.size(); ++k) {
     Capture::Carried& s = c.carried[k];
@@ -277,8 +292,17 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
       out.push_back(in[it->second]);
       continue;
     }
+    if (!lazy::has_sym(o.shape)) {
+      out.push_back(
+          tensor::make(engine::view_of(resolve(o.buffer), o.shape), o.shape, o.dtype, o.device));
+      continue;
+    }
+    lazy::VarValues values = vars;
+    values.insert(o.captured.begin(), o.captured.end());  // keeps the inputs' values
     out.push_back(
-        tensor::make(engine::view_of(resolve(o.buffer), o.shape), o.shape, o.dtype, o.device));
+        tensor::with_sym(tensor::make(lazy::reshape_bound(resolve(o.buffer), o.shape, values),
+                                      lazy::concrete(o.shape, values), o.dtype, o.device),
+                         o.shape));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // tensor: reductions composed from the core's sum and max: mean, min, any, all, var, std,
 // argmax/argmin, softmax, log_softmax, logsumexp and cumsum. Each reduction has the three
 // public overloads (all axes, one axis, a list of axes where {} means all).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,6 +20,13 @@ int64_t reduced_count(const Tensor& t, const std::vector<int>& axes) {
   int64_t n = 1;
   for (int a : axes) n *= t.shape()[static_cast<size_t>(a)];
   return n;
+}
+
+// Whether one of `axes` is symbolic: its count is then a variable's value, read when the kernel
+// runs (tensor::count_of), not a constant.
+bool symbolic_count(const Tensor& t, const std::vector<int>& axes) {
+  const Shape& sym = tensor::sym_shape(t);
+  return std::any_of(axes.begin(), axes.end(), [&](int a) { return lazy::is_sym(sym[a]); });
 }
 
 // Float math of the reductions that divide runs in float32 for ints and bool (the result dtype,
@@ -120,7 +128,10 @@ Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
   const double n = static_cast<double>(reduced_count(*this, ax));
   const DType out = float_result_dtype(dtype());
   const Tensor x = dtype().is_float() ? cast(compute_dtype(dtype())) : *this;
-  return (x.sum(ax, keepdim).cast(compute_dtype(out)) / n).cast(out);
+  const Tensor sum = x.sum(ax, keepdim).cast(compute_dtype(out));
+  if (symbolic_count(*this, ax))
+    return (sum / tensor::count_of(*this, ax, compute_dtype(out))).cast(out);
+  return (sum / n).cast(out);
 }
 
 Tensor Tensor::min() const { return min(kAllAxes, false); }
@@ -156,6 +167,8 @@ Tensor Tensor::var(const std::vector<int>& axes, bool keepdim) const {
   const DType out = float_result_dtype(dtype());
   const Tensor x = cast(compute_dtype(dtype()));
   const Tensor squares = (x - x.mean(ax, true)).square();
+  if (symbolic_count(*this, ax))
+    return (squares.sum(ax, keepdim) / (tensor::count_of(*this, ax, x.dtype()) - 1.0)).cast(out);
   const double divisor = n > 1 ? n - 1 : 0.0;
   return (squares.sum(ax, keepdim) / divisor).cast(out);
 }

@@ -32,6 +32,45 @@ Tensor make(UOp uop, Shape shape, DType dtype, std::string device, bool weak) {
 
 const UOp& uop(const Tensor& t) { return t.impl()->uop; }
 
+const Shape& sym_shape(const Tensor& t) {
+  return t.impl()->sym.empty() ? t.shape() : t.impl()->sym;
+}
+
+Tensor with_sym(Tensor t, Shape sym) {
+  if (lazy::has_sym(sym)) t.impl()->sym = std::move(sym);
+  return t;
+}
+
+Shape broadcast_sym(std::span<const Tensor> ts, const Shape& shape) {
+  Shape out = shape;
+  bool any = false;
+  for (const Tensor& t : ts) {
+    const Shape& s = t.impl()->sym;
+    const size_t lead = shape.size() - s.size();
+    for (size_t i = 0; i < s.size(); ++i)
+      if (lazy::is_sym(s[i])) out[lead + i] = s[i], any = true;
+  }
+  return any ? out : Shape{};
+}
+
+Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype) {
+  double fixed = 1;
+  std::optional<Tensor> vars;
+  for (int a : axes) {
+    const int64_t d = sym_shape(t)[a];
+    if (!lazy::is_sym(d)) {
+      fixed *= static_cast<double>(d);
+      continue;
+    }
+    const VarArg& v = lazy::sym_var(d);
+    const Tensor value =
+        Tensor::variable(Variable(v.name, v.min, v.max).bind(t.shape()[a]), dtype, t.device());
+    vars = vars ? *vars * value : value;
+  }
+  const Tensor f = Tensor::scalar(fixed, dtype, t.device());
+  return vars ? *vars * f : f;
+}
+
 std::string resolve_device(const std::string& device) { return engine::canonical_device(device); }
 
 std::string shape_str(const Shape& s) {
@@ -78,7 +117,11 @@ Tensor alu(Ops op, std::span<const Tensor> srcs, DType out) {
   const Tensor& a = srcs[0];
   bool weak = true;
   for (const Tensor& s : srcs) weak = weak && s.is_weak();
-  return make(UOp::make(op, out, std::move(src)), a.shape(), out, a.device(), weak);
+  Shape sym;
+  for (const Tensor& s : srcs)
+    if (!s.impl()->sym.empty()) sym = s.impl()->sym;
+  return with_sym(make(UOp::make(op, out, std::move(src)), a.shape(), out, a.device(), weak),
+                  std::move(sym));
 }
 Tensor alu(Ops op, const Tensor& a, DType out) {
   return alu(op, std::span<const Tensor>(&a, 1), out);
@@ -95,21 +138,23 @@ Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char*
   // two kernels, kSplit partial results over rows, then the rows (tinygrad's split_reduceop).
   constexpr int64_t kSplit = 256, kMinSplit = int64_t{1} << 16;
   if (static_cast<int>(axes.size()) == x.ndim() && x.numel() >= kMinSplit &&
-      x.numel() % kSplit == 0) {
+      x.numel() % kSplit == 0 && x.impl()->sym.empty()) {
     const Tensor rows = x.reshape({kSplit, x.numel() / kSplit});
     const Tensor partial =
         make(lazy::reduce(uop(rows), op, {1}), {kSplit, 1}, x.dtype(), x.device());
     Tensor whole = make(lazy::reduce(uop(partial), op, {0}), {1, 1}, x.dtype(), x.device());
     return whole.reshape(Shape(x.ndim(), 1));
   }
-  Shape out = x.shape();
+  Shape out = x.shape(), sym = x.impl()->sym;
   std::vector<int64_t> ax;
   for (int a : axes) {
     out[a] = 1;
+    if (!sym.empty()) sym[a] = 1;
     ax.push_back(a);
   }
   std::sort(ax.begin(), ax.end());
-  return make(lazy::reduce(uop(x), op, ax), std::move(out), x.dtype(), x.device());
+  return with_sym(make(lazy::reduce(uop(x), op, ax), std::move(out), x.dtype(), x.device()),
+                  std::move(sym));
 }
 
 Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
@@ -126,14 +171,27 @@ Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op) {
+Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op, const Shape& sym) {
   if (t.shape() == shape) return t;
   if (t.shape().size() > shape.size())
     throw ShapeError(
         fmt::format("{}: cannot broadcast {} to {}", op, shape_str(t.shape()), shape_str(shape)));
   Shape padded(shape.size() - t.shape().size(), 1);
   padded.insert(padded.end(), t.shape().begin(), t.shape().end());
-  return t.reshape(padded).expand(shape);
+  const Tensor base = t.reshape(padded);
+  if (sym.empty()) return base.expand(shape);
+  Shape target = sym;  // the base's own symbolic axes stay (a broadcast leaves them alone)
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (padded[i] == shape[i]) target[i] = sym_shape(base)[i];
+  return expand_to(base, shape, std::move(target));
+}
+
+Tensor expand_to(const Tensor& base, Shape shape, Shape sym) {
+  if (shape == base.shape() && sym == sym_shape(base)) return base;
+  UOp node = lazy::expand(base.impl()->uop, lazy::has_sym(sym) ? sym : shape);
+  return with_sym(
+      make(std::move(node), std::move(shape), base.dtype(), base.device(), base.is_weak()),
+      std::move(sym));
 }
 
 DType promote(const Tensor& a, const Tensor& b) {
@@ -169,8 +227,10 @@ std::pair<Tensor, Tensor> binary_operands(const Tensor& a, const Tensor& b, cons
   const DType dt = promote(a, b);
   const Shape shape = broadcast_shape(a.shape(), b.shape(), op);
   const std::string dev = common_device(a, b, op);
-  Tensor x = broadcast_to(on_device(a.cast(dt), dev), shape, op);
-  Tensor y = broadcast_to(on_device(b.cast(dt), dev), shape, op);
+  const Tensor both[] = {a, b};
+  const Shape sym = broadcast_sym(both, shape);
+  Tensor x = broadcast_to(on_device(a.cast(dt), dev), shape, op, sym);
+  Tensor y = broadcast_to(on_device(b.cast(dt), dev), shape, op, sym);
   // Keep weakness only when both sides are literals.
   if (!(a.is_weak() && b.is_weak())) {
     if (x.is_weak()) x.impl()->weak = false;
@@ -410,10 +470,11 @@ Tensor Tensor::bitcast(DType dt) const {
 
 Tensor Tensor::contiguous() const {
   if (engine::as_buffer(impl()->uop)) return *this;
-  return make(lazy::contiguous(impl()->uop), shape(), dtype(), device());
+  return clone();
 }
 Tensor Tensor::clone() const {
-  return make(lazy::contiguous(impl()->uop), shape(), dtype(), device());
+  return tensor::with_sym(make(lazy::contiguous(impl()->uop), shape(), dtype(), device()),
+                          impl()->sym);
 }
 // A DETACH node, not the same node: autograd finds tensors that require grad by their node, so
 // a detached copy must not be one of them (the scheduler reads DETACH as its source).
@@ -423,8 +484,9 @@ Tensor Tensor::detach() const {
     out.impl()->literal = impl()->literal;
     return out;
   }
-  return make(UOp::make(Ops::DETACH, dtype(), {impl()->uop}), shape(), dtype(), device(),
-              is_weak());
+  return tensor::with_sym(
+      make(UOp::make(Ops::DETACH, dtype(), {impl()->uop}), shape(), dtype(), device(), is_weak()),
+      impl()->sym);
 }
 
 std::string Tensor::to_string() const {
@@ -520,9 +582,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   x = tensor::on_device(x, dev);
   y = tensor::on_device(y, dev);
   const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
-  const Tensor s[] = {tensor::broadcast_to(c, shape, "where"),
-                      tensor::broadcast_to(x, shape, "where"),
-                      tensor::broadcast_to(y, shape, "where")};
+  const Tensor all[] = {c, x, y};
+  const Shape sym = tensor::broadcast_sym(all, shape);
+  const Tensor s[] = {tensor::broadcast_to(c, shape, "where", sym),
+                      tensor::broadcast_to(x, shape, "where", sym),
+                      tensor::broadcast_to(y, shape, "where", sym)};
   Tensor out = tensor::alu(Ops::WHERE, s, x.dtype());
   out.impl()->weak = a.is_weak() && b.is_weak();
   return out;
@@ -681,11 +745,34 @@ Tensor Tensor::reshape(Shape new_shape) const {
     throw ShapeError(fmt::format("reshape: cannot reshape {} ({} elements) to {} ({} elements)",
                                  shape_str(shape()), numel(), shape_str(new_shape), known));
   if (new_shape == shape()) return *this;
+  // A symbolic axis must come through whole: the same size after the same number of elements.
+  Shape sym;
+  if (!impl()->sym.empty()) {
+    sym = new_shape;
+    std::vector<bool> used(new_shape.size(), false);
+    int64_t before_in = 1;
+    for (int i = 0; i < ndim(); before_in *= shape()[i], ++i) {
+      if (!lazy::is_sym(impl()->sym[i])) continue;
+      int64_t before_out = 1;
+      size_t j = 0;
+      for (; j < new_shape.size(); before_out *= new_shape[j], ++j)
+        if (before_out == before_in && new_shape[j] == shape()[i] && !used[j]) break;
+      if (j == new_shape.size())
+        throw ShapeError(fmt::format(
+            "reshape: {} to {} would merge or split the symbolic axis {} ({})", shape_str(shape()),
+            shape_str(new_shape), i, lazy::sym_var(impl()->sym[i]).name));
+      used[j] = true;
+      sym[j] = impl()->sym[i];
+    }
+  }
+  const Shape& target = sym.empty() ? new_shape : sym;
   UOp u = impl()->uop;
-  // Reshaping a reshape composes into one view; a scalar constant needs no view at all.
-  if (u.op() == Ops::RESHAPE) u = u.src(0);
-  UOp node = lazy::shape_of(u) == new_shape ? u : lazy::reshape(u, new_shape);
-  return make(std::move(node), std::move(new_shape), dtype(), device(), is_weak());
+  // Reshaping a reshape composes into one view (unless it binds variables); a scalar constant
+  // needs no view at all.
+  if (u.op() == Ops::RESHAPE && u.src().size() == 1) u = u.src(0);
+  UOp node = lazy::shape_of(u) == target ? u : lazy::reshape(u, target);
+  return tensor::with_sym(make(std::move(node), std::move(new_shape), dtype(), device(), is_weak()),
+                          std::move(sym));
 }
 
 Tensor Tensor::permute(std::vector<int> order) const {
@@ -700,15 +787,18 @@ Tensor Tensor::permute(std::vector<int> order) const {
                                  fmt::join(order, ", "), shape_str(shape())));
   }
   bool identity = true;
-  Shape s(ndim());
+  Shape s(ndim()), sym(impl()->sym.empty() ? 0 : ndim());
   std::vector<int64_t> ord(ndim());
   for (int i = 0; i < ndim(); ++i) {
     s[i] = shape()[norm[i]];
+    if (!sym.empty()) sym[i] = impl()->sym[norm[i]];
     ord[i] = norm[i];
     identity = identity && norm[i] == i;
   }
   if (identity) return *this;
-  return make(lazy::permute(impl()->uop, ord), std::move(s), dtype(), device(), is_weak());
+  return tensor::with_sym(
+      make(lazy::permute(impl()->uop, ord), std::move(s), dtype(), device(), is_weak()),
+      std::move(sym));
 }
 
 Tensor Tensor::expand(Shape new_shape) const {
@@ -728,25 +818,34 @@ Tensor Tensor::expand(Shape new_shape) const {
   }
   const Tensor base = lead ? reshape(src) : *this;
   if (new_shape == src) return base;
-  UOp node = lazy::expand(base.impl()->uop, new_shape);
-  return make(std::move(node), std::move(new_shape), dtype(), device(), is_weak());
+  Shape sym = new_shape;
+  for (size_t i = 0; i < new_shape.size(); ++i)
+    if (new_shape[i] == src[i]) sym[i] = tensor::sym_shape(base)[i];
+  return tensor::expand_to(base, std::move(new_shape), std::move(sym));
 }
 
 Tensor Tensor::pad(const PadList& padding, double value) const {
   if (static_cast<int>(padding.size()) != ndim())
     throw ShapeError(fmt::format("pad: {} (before, after) pairs for a tensor of shape {}",
                                  padding.size(), shape_str(shape())));
-  Shape s = shape();
+  Shape s = shape(), sym = impl()->sym;
   bool any = false;
   for (size_t i = 0; i < padding.size(); ++i) {
     if (padding[i].first < 0 || padding[i].second < 0)
       throw ShapeError(fmt::format("pad: negative padding ({}, {}) on dimension {} of {}",
                                    padding[i].first, padding[i].second, i, shape_str(shape())));
+    const bool padded = padding[i].first || padding[i].second;
+    if (padded && !sym.empty() && lazy::is_sym(sym[i]))
+      throw ShapeError(
+          fmt::format("pad: dimension {} of {} is the symbolic {}; it cannot be padded", i,
+                      shape_str(shape()), lazy::sym_var(sym[i]).name));
     s[i] += padding[i].first + padding[i].second;
-    any = any || padding[i].first || padding[i].second;
+    if (!sym.empty() && padded) sym[i] = s[i];
+    any = any || padded;
   }
   if (!any) return *this;
-  Tensor zero_padded = make(lazy::pad(impl()->uop, padding), s, dtype(), device());
+  Tensor zero_padded =
+      tensor::with_sym(make(lazy::pad(impl()->uop, padding), s, dtype(), device()), sym);
   if (value == 0.0) return zero_padded;
   // Another value: select it where a padded mask of ones is false.
   Tensor mask =
@@ -759,7 +858,8 @@ Tensor Tensor::shrink(const PadList& bounds) const {
   if (static_cast<int>(bounds.size()) != ndim())
     throw ShapeError(fmt::format("shrink: {} (start, end) pairs for a tensor of shape {}",
                                  bounds.size(), shape_str(shape())));
-  Shape s(ndim());
+  Shape s(ndim()), sym = impl()->sym;
+  PadList arg = bounds;
   bool identity = true;
   for (int i = 0; i < ndim(); ++i) {
     const auto [b, e] = bounds[i];
@@ -767,10 +867,19 @@ Tensor Tensor::shrink(const PadList& bounds) const {
       throw ShapeError(fmt::format("shrink: ({}, {}) is out of range for dimension {} of {}", b, e,
                                    i, shape_str(shape())));
     s[i] = e - b;
-    identity = identity && b == 0 && e == shape()[i];
+    const bool whole = b == 0 && e == shape()[i];
+    identity = identity && whole;
+    if (sym.empty() || !lazy::is_sym(sym[i])) continue;
+    if (!whole)
+      throw ShapeError(
+          fmt::format("shrink: dimension {} of {} is the symbolic {}; it can only be kept whole", i,
+                      shape_str(shape()), lazy::sym_var(sym[i]).name));
+    arg[i].second = sym[i];  // (0, the variable): the axis keeps its symbol
   }
   if (identity) return *this;
-  return make(lazy::shrink(impl()->uop, bounds), std::move(s), dtype(), device(), is_weak());
+  return tensor::with_sym(
+      make(lazy::shrink(impl()->uop, arg), std::move(s), dtype(), device(), is_weak()),
+      std::move(sym));
 }
 
 Tensor Tensor::flip(std::vector<int> axes) const {
@@ -780,7 +889,74 @@ Tensor Tensor::flip(std::vector<int> axes) const {
   for (int a : norm)
     if (shape()[a] > 1) flags[a] = 1, any = true;
   if (!any) return *this;
-  return make(lazy::flip(impl()->uop, flags), shape(), dtype(), device(), is_weak());
+  return tensor::with_sym(
+      make(lazy::flip(impl()->uop, flags), shape(), dtype(), device(), is_weak()), impl()->sym);
+}
+
+Tensor Tensor::symbolic(int axis, const Variable& v) const {
+  const int a = tensor::normalize_axis(axis, shape(), "symbolic");
+  const int64_t size = shape()[a];
+  if (v.value() && *v.value() != size)
+    throw ShapeError(fmt::format("symbolic: {} is bound to {}, but dimension {} of {} is {}",
+                                 v.name(), *v.value(), a, shape_str(shape()), size));
+  if (size < v.min() || size > v.max())
+    throw ShapeError(fmt::format("symbolic: dimension {} of {} is {}, outside {}'s bounds [{}, {}]",
+                                 a, shape_str(shape()), size, v.name(), v.min(), v.max()));
+  Shape sym = tensor::sym_shape(*this);
+  const int64_t d = lazy::sym_dim({v.name(), v.min(), v.max()});
+  if (sym[a] == d) return *this;
+  if (lazy::is_sym(sym[a]))
+    throw ShapeError(fmt::format("symbolic: dimension {} of {} is already the symbolic {}", a,
+                                 shape_str(shape()), lazy::sym_var(sym[a]).name));
+  for (int i = 0; i < ndim(); ++i)
+    if (sym[i] == d)
+      throw ShapeError(fmt::format("symbolic: {} already stands for dimension {} of {}", v.name(),
+                                   i, shape_str(shape())));
+  sym[a] = d;
+  lazy::VarValues values;
+  for (int i = 0; i < ndim(); ++i)
+    if (lazy::is_sym(sym[i])) values[lazy::sym_var(sym[i]).name] = shape()[i];
+  UOp u = impl()->uop;
+  if (u.op() == Ops::RESHAPE && u.src().size() == 1) u = u.src(0);
+  UOp node = lazy::reshape_bound(u, sym, values);
+  return tensor::with_sym(make(std::move(node), shape(), dtype(), device(), is_weak()),
+                          std::move(sym));
+}
+
+std::vector<std::optional<Variable>> Tensor::symbolic_shape() const {
+  std::vector<std::optional<Variable>> out(ndim());
+  for (int i = 0; i < ndim() && !impl()->sym.empty(); ++i)
+    if (lazy::is_sym(impl()->sym[i])) {
+      const VarArg& v = lazy::sym_var(impl()->sym[i]);
+      out[i] = Variable(v.name, v.min, v.max).bind(shape()[i]);
+    }
+  return out;
+}
+
+Tensor Tensor::variable(const Variable& v, std::optional<DType> dtype, const std::string& device) {
+  if (!v.value())
+    throw Error(fmt::format("Tensor::variable: {} is not bound to a value (use {}.bind(n))",
+                            v.name(), v.name()));
+  const DType dt = dtype ? *dtype : dtypes::default_int;
+  lazy::sym_dim({v.name(), v.min(), v.max()});  // one name, one variable
+  const UOp node = UOp::variable(v.name(), v.min(), v.max()).bind(*v.value()).cast(dt);
+  return make(node, {}, dt, engine::canonical_device(device));
+}
+
+Variable::Variable(std::string name, int64_t min, int64_t max)
+    : name_(std::move(name)), min_(min), max_(max) {
+  if (name_.empty()) throw Error("Variable: the name is empty");
+  if (min < 0 || min > max)
+    throw Error(fmt::format("Variable {}: bounds [{}, {}] need 0 <= min <= max", name_, min, max));
+}
+
+Variable Variable::bind(int64_t value) const {
+  if (value < min_ || value > max_)
+    throw ShapeError(
+        fmt::format("Variable {}: {} is outside its bounds [{}, {}]", name_, value, min_, max_));
+  Variable out = *this;
+  out.value_ = value;
+  return out;
 }
 
 }  // namespace vkgrad

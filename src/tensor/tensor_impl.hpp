@@ -16,6 +16,9 @@ namespace vkgrad {
 struct Tensor::Impl {
   UOp uop;  // tensor-level node (sched/lazy.hpp); after realize, a view of its buffer
   Shape shape;
+  // The shape with symbolic axes as the sched/lazy.hpp dimensions of their variables (the
+  // graph's view of it); empty when no axis is symbolic. `shape` holds the bound sizes.
+  Shape sym;
   DType dtype;
   std::string device;
   bool weak = false;  // a literal scalar: adopts the other operand's dtype (see tensor.hpp)
@@ -42,6 +45,16 @@ std::string resolve_device(const std::string& device);  // "" -> default device;
 void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
                        std::span<const UOp> before);
 
+// Symbolic shapes (Impl::sym): the graph's shape of t, and t with it set (left empty when
+// `sym` has no symbolic axis).
+const Shape& sym_shape(const Tensor& t);
+Tensor with_sym(Tensor t, Shape sym);
+// The symbolic shape a broadcast of tensors to `shape` has (their symbolic axes win).
+Shape broadcast_sym(std::span<const Tensor> ts, const Shape& shape);
+// The number of elements over `axes` as a float32 0-d tensor (a variable's value where an axis
+// is symbolic).
+Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype);
+
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);
 // Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
@@ -66,7 +79,10 @@ Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char*
 
 // ---- broadcasting and promotion (NumPy / tinygrad rules) --------------------------------------
 Shape broadcast_shape(const Shape& a, const Shape& b, const char* op);
-Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op);
+// `sym`: the target's symbolic shape (broadcast_sym), when one operand has symbolic axes.
+Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op, const Shape& sym = {});
+// EXPAND of `base` (same rank) to `shape`, whose symbolic shape is `sym` (or `shape`).
+Tensor expand_to(const Tensor& base, Shape shape, Shape sym);
 // The dtype of a binary op's operands after promotion (weak scalars adopt the other side).
 DType promote(const Tensor& a, const Tensor& b);
 // Both operands broadcast to one shape and cast to one dtype (promote, or `dtype` if given).

@@ -50,10 +50,9 @@ void E_5_7(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
       int64_t v8 = (gidx1 * -3ll);
       int64_t v9 = (gidx0 + v8);
       int64_t v10 = (v9 + 11ll);
-      int64_t v11 = ((int64_t)(v10 % 15ll));
-      float v12 = (v7 ? data1[v11] : (float)0x0p+0f);
-      float v13 = (v7 ? v12 : 0x0p+0f);
-      data0[v1] = v13;
+      float v11 = (v7 ? data1[v10] : (float)0x0p+0f);
+      float v12 = (v7 ? v11 : 0x0p+0f);
+      data0[v1] = v12;
     }
   }
 }

@@ -32,8 +32,7 @@ void main() {
   int v8 = (gidx1 * (-3));
   int v9 = (gidx0 + v8);
   int v10 = (v9 + 11);
-  int v11 = (v10 - (v10 / 15) * 15);
-  precise float v12 = (v7 ? data1[v11] : 0.0);
-  precise float v13 = (v7 ? v12 : 0.0);
-  data0[v1] = v13;
+  precise float v11 = (v7 ? data1[v10] : 0.0);
+  precise float v12 = (v7 ? v11 : 0.0);
+  data0[v1] = v12;
 }
