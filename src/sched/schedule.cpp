@@ -54,9 +54,16 @@ namespace {
 //     (a gradient feeding both of Adam's moments is computed once, not once per moment);
 //   - an elementwise computation that a reduction reads through a broadcast of 8 or more (a
 //     matmul operand such as softmax's gradient or a masked delta), unless it is a single cheap
-//     op: otherwise the reduction would recompute it for every broadcast copy.
+//     op: otherwise the reduction would recompute it for every broadcast copy;
+//   - an elementwise computation with a transcendental, a division or a power that any kernel
+//     reads through a broadcast of 8 or more (Adam's bias corrections 1 - beta^t, scalars
+//     broadcast over every parameter).
 // Other elementwise work is recomputed where it is used, never stored.
-bool worth_storing(const UOp& u, const std::unordered_set<const UOpNode*>& realized) {
+enum class Broadcast : uint8_t { none, plain, into_reduce };
+
+bool worth_storing(const UOp& u, Broadcast how,
+                   const std::unordered_set<const UOpNode*>& realized) {
+  if (how == Broadcast::none) return false;
   if (!is_alu(u.op()) && u.op() != Ops::CAST && u.op() != Ops::BITCAST) return false;
   int ops = 0;
   std::vector<UOp> stack{u};
@@ -68,7 +75,8 @@ bool worth_storing(const UOp& u, const std::unordered_set<const UOpNode*>& reali
     if (n.get() != u.get() && (realized.count(n.get()) || n.op() == Ops::REDUCE_AXIS)) continue;
     if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST) {
       if (is_unary(n.op()) && n.op() != Ops::NEG) return true;  // transcendental or sqrt
-      if (n.op() == Ops::FDIV || n.op() == Ops::POW || ++ops >= 2) return true;
+      if (n.op() == Ops::FDIV || n.op() == Ops::POW) return true;
+      if (++ops >= 2 && how == Broadcast::into_reduce) return true;
     }
     for (const UOp& s : n.src()) stack.push_back(s);
   }
@@ -81,11 +89,11 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
   std::unordered_set<const UOpNode*> realized;
   for (const UOp& r : roots) realized.insert(r.get());
   struct Flags {
-    bool under = false;               // below an EXPAND or REDUCE_AXIS in its kernel
-    bool in_reduce = false;           // below a REDUCE_AXIS in its kernel
-    bool operand = false;             // reached from a REDUCE_AXIS through a broadcast of 8 or more
-    const UOpNode* kernel = nullptr;  // the realized node whose kernel reads it
-    bool shared = false;              // read by more than one kernel
+    bool under = false;                   // below an EXPAND or REDUCE_AXIS in its kernel
+    bool in_reduce = false;               // below a REDUCE_AXIS in its kernel
+    Broadcast operand = Broadcast::none;  // reached through a broadcast of 8 or more
+    const UOpNode* kernel = nullptr;      // the realized node whose kernel reads it
+    bool shared = false;                  // read by more than one kernel
   };
   std::unordered_map<const UOpNode*, Flags> flags;
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
@@ -93,22 +101,21 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     if (u.op() == Ops::SINK) continue;
     Flags f = flags[u.get()];
     if (u.op() == Ops::CONTIGUOUS || (u.op() == Ops::REDUCE_AXIS && (f.under || f.shared)) ||
-        (f.operand && worth_storing(u, realized)))
+        worth_storing(u, f.operand, realized))
       realized.insert(u.get());
     if (realized.count(u.get())) f = Flags{.kernel = u.get()};  // its kernel starts here
     Flags down = f;
     down.under = f.under || u.op() == Ops::EXPAND || u.op() == Ops::REDUCE_AXIS;
     down.in_reduce = f.in_reduce || u.op() == Ops::REDUCE_AXIS;
-    if (u.op() == Ops::EXPAND && f.in_reduce &&
-        lazy::prod_max(shapes(u)) >= 8 * lazy::prod_max(shapes(u.src(0))))
-      down.operand = true;
+    if (u.op() == Ops::EXPAND && lazy::prod_max(shapes(u)) >= 8 * lazy::prod_max(shapes(u.src(0))))
+      down.operand = f.in_reduce ? Broadcast::into_reduce : Broadcast::plain;
     else if (!is_movement(u.op()))
-      down.operand = false;  // only the first computation below the broadcast is considered
+      down.operand = Broadcast::none;  // only the first computation below it is considered
     for (const UOp& s : u.src()) {
       Flags& fs = flags[s.get()];
       fs.under = fs.under || down.under;
       fs.in_reduce = fs.in_reduce || down.in_reduce;
-      fs.operand = fs.operand || down.operand;
+      fs.operand = std::max(fs.operand, down.operand);
       fs.shared = fs.shared || down.shared || (fs.kernel && fs.kernel != down.kernel);
       fs.kernel = down.kernel;
     }

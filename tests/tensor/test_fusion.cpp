@@ -130,6 +130,20 @@ TEST_P(FusionTest, AnExpensiveMatmulOperandIsStoredNotRecomputed) {
   expect_values(r, {16, 48}, dtypes::float32, ref, 1e-5, 1e-5);
 }
 
+TEST_P(FusionTest, ABroadcastTranscendentalIsComputedOnce) {
+  // Adam's bias correction: a scalar power broadcast over a parameter is one small kernel, not
+  // a power per element; a cheap broadcast operand stays fused.
+  Tensor p = rnd({64, 32}, 6), m = rnd({64, 32}, 7), b = rnd({32}, 8);
+  const Tensor t = make_tensor({3.0}, {}, dtypes::float32, dev());  // a step count in memory
+  EXPECT_EQ((p + b * 2.0).schedule().size(), 1u);
+  Tensor r = p - m / (1.0 - Tensor(0.9).pow(t));
+  EXPECT_EQ(r.schedule().size(), 2u);
+  const auto pv = values_of(p), mv = values_of(m);
+  std::vector<double> ref(pv.size());
+  for (size_t i = 0; i < pv.size(); ++i) ref[i] = pv[i] - mv[i] / (1.0 - std::pow(0.9, 3.0));
+  expect_values(r, {64, 32}, dtypes::float32, ref, 1e-5, 1e-5);
+}
+
 TEST_P(FusionTest, ViewsOfARealizedBufferNeedNoCopyUntilUsed) {
   Tensor a = rnd({4, 6}, 6).realize();
   EXPECT_EQ(a.schedule().size(), 0u);
