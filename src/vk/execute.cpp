@@ -446,7 +446,9 @@ class CommandGraph final : public Graph {
         info.descriptorSetCount = 1;
         info.pSetLayouts = &layout;
         vk_check(vkAllocateDescriptorSets(d.handle, &info, &sets_[i]), "vkAllocateDescriptorSets");
-        ex_->write_set(sets_[i], launches_[i], nullptr);
+        // A device-address launch binds buffers too large for a descriptor: its set waits.
+        if (launches_[i].binding != Binding::device_address)
+          ex_->write_set(sets_[i], launches_[i], nullptr);
       }
       for (size_t start = 0; start < launches_.size(); start += kChunk)
         cmds_.push_back(allocate_command_buffer(d, pool_));
@@ -481,7 +483,9 @@ class CommandGraph final : public Graph {
                  (changed && (!update_after_bind || next[i].binding == Binding::device_address));
     }
     for (size_t i = 0; i < next.size(); ++i)
-      if (sets_[i] != VK_NULL_HANDLE) ex_->write_set(sets_[i], next[i], &launches_[i]);
+      if (sets_[i] != VK_NULL_HANDLE && next[i].binding != Binding::device_address)
+        ex_->write_set(sets_[i], next[i],
+                       launches_[i].binding == Binding::device_address ? nullptr : &launches_[i]);
     launches_ = std::move(next);
     if (rerecord) {
       ++g_counters.graph_rerecords;
