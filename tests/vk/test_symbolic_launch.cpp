@@ -40,6 +40,27 @@ TEST_F(VulkanTest, SymbolicGridStopsAtTheValue) {
   for (int64_t k = 130; k < kMax; ++k) ASSERT_TRUE(std::isnan(all[k])) << k;
 }
 
+// More workgroups than one grid dimension holds (65535 on lavapipe): the launch splits them
+// into a 2-D grid, which the shader reads from gl_NumWorkGroups.
+TEST_F(VulkanTest, SymbolicGridSplitsIntoTwoDimensions) {
+  const int64_t max = int64_t{1} << 23;
+  const UOp i = UOp::range(UOp::variable("n", 1, max), 0, AxisType::global);
+  const Case c{"wide",
+               UOp::sink({buffer(0, max).index(i).store(buffer(1, max).index(i).load() - 1.0)}),
+               {max, max},
+               [](int64_t n) {
+                 std::vector<double> out;
+                 for (int64_t k = 0; k < n; ++k) out.push_back(value(1, k) - 1.0);
+                 return out;
+               }};
+  Launcher l(*rt, c);
+  for (int64_t n : {(int64_t{1} << 22) + 5, int64_t{1000}}) {
+    const KernelLaunch launch = l.launch({n});
+    rt->run({&launch, 1}, nullptr);
+    l.expect_output(n);
+  }
+}
+
 TEST_F(VulkanTest, SymbolicGraphReplaysWithOtherValues) {
   const std::vector<Case> cases = all_cases();
   std::vector<std::unique_ptr<Launcher>> ls;
