@@ -21,7 +21,7 @@ namespace vkgrad::symbolic_kernels {
 constexpr int64_t kMin = 1, kMax = 1000;
 constexpr int64_t kInner = 16;  // the constant axis of the 2-D kernels
 
-inline UOp var_n() { return UOp::variable("n", kMin, kMax); }
+inline UOp var_n(int64_t min = kMin) { return UOp::variable("n", min, kMax); }
 inline UOp buffer(int64_t slot, int64_t count) {
   return UOp::define_global(dtypes::float32.ptr(count), slot);
 }
@@ -41,8 +41,8 @@ struct Case {
 };
 
 // out[i] = a[i] * 2 + 1 for i < n.
-inline Case elementwise() {
-  const UOp i = UOp::range(var_n(), 0, AxisType::global);
+inline Case elementwise(int64_t min = kMin) {
+  const UOp i = UOp::range(var_n(min), 0, AxisType::global);
   const UOp v = buffer(1, kMax).index(i).load() * 2.0 + 1.0;
   return {
       "elementwise", UOp::sink({buffer(0, kMax).index(i).store(v)}), {kMax, kMax}, [](int64_t n) {
@@ -53,8 +53,8 @@ inline Case elementwise() {
 }
 
 // out[0] = sum of a[j] for j < n.
-inline Case sum() {
-  const UOp j = UOp::range(var_n(), 0, AxisType::reduce);
+inline Case sum(int64_t min = kMin) {
+  const UOp j = UOp::range(var_n(min), 0, AxisType::reduce);
   const UOp r =
       UOp::make(Ops::REDUCE, dtypes::float32, {buffer(1, kMax).index(j).load(), j}, Ops::ADD);
   return {"sum", UOp::sink({buffer(0, 1).index(idx(0)).store(r)}), {1, kMax}, [](int64_t n) {

@@ -61,6 +61,18 @@ TEST_F(VulkanTest, SymbolicGridSplitsIntoTwoDimensions) {
   }
 }
 
+// n = 0: an elementwise kernel writes nothing, a sum gives 0.
+TEST_F(VulkanTest, SymbolicZeroIsAValueLikeAnyOther) {
+  const Case e = elementwise(0), s = sum(0);
+  Launcher le(*rt, e), ls(*rt, s);
+  const std::vector<KernelLaunch> launches{le.launch({0}), ls.launch({0})};
+  rt->run(launches, nullptr);
+  float first = 0;
+  rt->copy_out(&first, le.buffers[0], sizeof first);
+  EXPECT_TRUE(std::isnan(first));
+  ls.expect_output(0);
+}
+
 TEST_F(VulkanTest, SymbolicGraphReplaysWithOtherValues) {
   const std::vector<Case> cases = all_cases();
   std::vector<std::unique_ptr<Launcher>> ls;
