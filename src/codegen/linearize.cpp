@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <vkgrad/error.hpp>
 
@@ -11,6 +12,36 @@ namespace vkgrad {
 
 int64_t range_size(const UOp& r) {
   return r.src(0).is_const() ? std::get<int64_t>(r.src(0).const_value()) : -1;
+}
+
+std::vector<UOp> kernel_vars(const UOp& ast) {
+  std::vector<UOp> vars;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::DEFINE_VAR) vars.push_back(u);
+  std::sort(vars.begin(), vars.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<VarArg>().name < b.arg_as<VarArg>().name;
+  });
+  vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+  for (size_t i = 1; i < vars.size(); ++i) {
+    const VarArg &a = vars[i - 1].arg_as<VarArg>(), &b = vars[i].arg_as<VarArg>();
+    if (a.name == b.name)
+      throw InternalError(fmt::format(
+          "codegen: variable '{}' defined twice, as [{}, {}] {} and [{}, {}] {}", a.name, a.min,
+          a.max, vars[i - 1].dtype().name(), b.min, b.max, vars[i].dtype().name()));
+  }
+  return vars;
+}
+
+std::string c_identifier(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += c;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  if (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "v" : out;
 }
 
 std::string indent(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
@@ -49,6 +80,14 @@ Linearizer::Linearizer(const UOp& ast) : ast_(ast), topo_(toposort(ast)) {
     return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
   });
   all_ranges_.erase(std::unique(all_ranges_.begin(), all_ranges_.end()), all_ranges_.end());
+  // Variables are named var_<name>; a name that collides once made an identifier gets its index.
+  vars_ = kernel_vars(ast);
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    std::string n = "var_" + c_identifier(vars_[i].arg_as<VarArg>().name);
+    if (std::find(var_names_.begin(), var_names_.end(), n) != var_names_.end())
+      n += fmt::format("_{}", i);
+    var_names_.push_back(std::move(n));
+  }
 }
 
 std::vector<UOp> Linearizer::ranges_of(AxisType t) const {
@@ -80,10 +119,32 @@ bool Linearizer::in_head(const UOp& u) const {
 std::string Linearizer::operand(const UOp& u, const Names& names) const {
   if (u.op() == Ops::CONST) return literal(u);
   if (u.op() == Ops::RANGE) return name_of(u);
+  if (u.op() == Ops::DEFINE_VAR) {
+    const auto it = std::find(vars_.begin(), vars_.end(), u);
+    return var_names_[static_cast<size_t>(it - vars_.begin())];
+  }
   auto it = names.find(u.get());
   if (it == names.end())
     throw InternalError(fmt::format("codegen: {} used before it is computed", op_name(u.op())));
   return it->second;
+}
+
+std::string Linearizer::inline_expr(const UOp& e, const Names& names) const {
+  Names local = names;
+  for (const UOp& u : toposort(e)) {
+    if (local.count(u.get()) || u.op() == Ops::CONST || u.op() == Ops::RANGE ||
+        u.op() == Ops::DEFINE_VAR)
+      continue;
+    std::vector<std::string> s;
+    for (const UOp& x : u.src()) s.push_back(operand(x, local));
+    local[u.get()] = alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
+  }
+  return operand(e, local);
+}
+
+std::string Linearizer::range_end(const UOp& r) const {
+  const int64_t n = range_size(r);
+  return n >= 0 ? std::to_string(n) : inline_expr(r.src(0), {});
 }
 
 std::string Linearizer::expr(const UOp& u, const Names& names) const {

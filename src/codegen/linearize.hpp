@@ -27,6 +27,13 @@ namespace vkgrad {
 // The constant trip count of a RANGE, or -1 when it is symbolic.
 int64_t range_size(const UOp& r);
 
+// The kernel's DEFINE_VARs sorted by name (Program::vars' order); two of one name that differ
+// are an InternalError.
+std::vector<UOp> kernel_vars(const UOp& ast);
+// `name` as letters and digits joined by single '_' (every other run of characters), never
+// empty: safe inside a C or GLSL identifier, and free of GLSL's reserved "__".
+std::string c_identifier(std::string_view name);
+
 // Rendered names of the nodes computed so far in one scope.
 using Names = std::unordered_map<const UOpNode*, std::string>;
 
@@ -83,6 +90,11 @@ class Linearizer {
   std::vector<UOp> ranges_of(AxisType t) const;
   static std::string name_of(const UOp& r);
   std::string operand(const UOp& u, const Names& names) const;
+  // An index expression that need not exist in the kernel (a vec4 index, a product of sizes),
+  // rendered in one piece from `names`, constants, ranges and the kernel's variables.
+  std::string inline_expr(const UOp& e, const Names& names) const;
+  // A range's trip count: its constant, or its symbolic end in one piece.
+  std::string range_end(const UOp& r) const;
   // The expression computing `u` from its operands' names.
   std::string expr(const UOp& u, const Names& names) const;
   void emit_nodes(const std::vector<UOp>& nodes, int depth, std::string& out, Names& names);
@@ -105,6 +117,8 @@ class Linearizer {
   UOp ast_;
   std::vector<UOp> topo_;
   std::vector<UOp> all_ranges_;  // sorted by axis id
+  std::vector<UOp> vars_;        // kernel_vars: the language reads value i into var_names_[i]
+  std::vector<std::string> var_names_;
   uint64_t upcast_mask_ = 0;
   std::unordered_map<const UOpNode*, uint64_t> deps_;         // range ids a node depends on
   std::unordered_map<const UOpNode*, bool> reduce_value_;     // depends on a REDUCE's result
@@ -129,8 +143,9 @@ std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
     for (const UOp& s : reads(u)) stack.push_back(s);
   }
   auto is_inline = [](const UOp& u) {
-    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_GLOBAL ||
-           u.op() == Ops::INDEX || u.op() == Ops::SINK || u.op() == Ops::STORE;
+    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_VAR ||
+           u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::INDEX || u.op() == Ops::SINK ||
+           u.op() == Ops::STORE;
   };
   std::vector<UOp> out;
   for (const UOp& u : topo_)

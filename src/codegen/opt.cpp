@@ -54,6 +54,7 @@ bool has_reuse(const RangeInfo& info, const UOp& g) {
                      [&](const UOp& idx) { return !mentions(idx, g); });
 }
 
+// A symbolic range (size -1) is never split: no factor divides an unknown size.
 int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
   for (int64_t f : options)
     if (size > f && size % f == 0) return f;
@@ -102,12 +103,13 @@ UOp apply_splits(const UOp& ast, RangeInfo& info, std::vector<Split> splits) {
   return simplify(out);
 }
 
-// The product of the ranges' sizes, saturating at 2^62 (it is only compared with thresholds).
+// The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
+// only compared with thresholds).
 int64_t prod_sizes(const std::vector<UOp>& ranges) {
   constexpr int64_t cap = int64_t{1} << 62;
   int64_t n = 1;
   for (const UOp& r : ranges) {
-    const int64_t s = range_size(r);
+    const int64_t s = r.src(0).vmax();
     n = s > 0 && n > cap / s ? cap : n * s;
   }
   return n;
@@ -169,17 +171,18 @@ UOp apply_gpu_optimizations(const UOp& ast, const GlslTarget& target) {
   RangeInfo info = collect(ast);
   std::vector<Split> splits;
   if (info.reduces.empty()) {
-    if (!info.globals.empty() && range_size(info.globals.back()) % 4 == 0)
+    if (!info.globals.empty() && range_size(info.globals.back()) > 0 &&
+        range_size(info.globals.back()) % 4 == 0)
       splits.push_back({info.globals.back(), {{4, AxisType::upcast}}});
   } else if (target.shared_reduce && prod_sizes(info.globals) < 4096 &&
              prod_sizes(info.reduces) >= 256) {
     std::unordered_map<UOp, UOp, UOpHash> with;
     for (const UOp& r : info.reduces)
-      with.emplace(r, UOp::range(range_size(r), r.arg_as<AxisArg>().id, AxisType::group_reduce));
+      with.emplace(r, UOp::range(r.src(0), r.arg_as<AxisArg>().id, AxisType::group_reduce));
     return substitute(ast, with);
   } else if (!info.globals.empty()) {
     const UOp& last = info.globals.back();
-    if (has_reuse(info, last) && range_size(last) % 4 == 0) {
+    if (has_reuse(info, last) && range_size(last) > 0 && range_size(last) % 4 == 0) {
       if (range_size(last) % 8 == 0)
         splits.push_back({last, {{2, AxisType::upcast}, {4, AxisType::upcast}}});
       else

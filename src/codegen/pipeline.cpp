@@ -1,9 +1,17 @@
 // codegen: the table of contents — each pass in order, each checked against the spec when SPEC=1.
 #include "codegen/pipeline.hpp"
 
+#include "codegen/linearize.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
+namespace {
+std::vector<VarArg> var_args(const UOp& ast) {
+  std::vector<VarArg> out;
+  for (const UOp& v : kernel_vars(ast)) out.push_back(v.arg_as<VarArg>());
+  return out;
+}
+}  // namespace
 
 UOp simplify_indices(const UOp& ast) { return simplify(ast); }
 
@@ -12,11 +20,12 @@ Program codegen_c(const UOp& ast, const CodegenOptions& options) {
   UOp k = simplify_indices(ast);                     // 1. index and valid math, simplified
   if (options.optimize) k = apply_optimizations(k);  // 2. upcasts, split accumulators
   p.name = kernel_name(k);                           // 3. E_/r_ name from the final axes
-  p.source = render_c(k, p.name, &p.parallel_size);  // 4. linearize into loops and render C
+  render_c(k, p.name, p);                            // 4. linearize into loops and render C
   for (const UOp& u : toposort(k))
     if (u.op() == Ops::DEFINE_GLOBAL)
       p.num_buffers = std::max<int>(p.num_buffers, u.arg_as<int64_t>() + 1);
   p.uops = toposort(k);
+  p.vars = var_args(k);
   return p;
 }
 
@@ -27,6 +36,7 @@ Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTa
   p.name = kernel_name(k);                                       // 3. E_/r_ name
   render_glsl(k, p.name, target, p);                             // 4. linearize, render GLSL
   p.uops = toposort(k);
+  p.vars = var_args(k);
   return p;
 }
 

@@ -16,8 +16,10 @@ UOp simplify_indices(const UOp& ast);     // symbolic simplification of index/va
 UOp apply_optimizations(const UOp& ast);  // upcast output axes, split reduce accumulators
 // The GPU's: vec4 upcasts, register tiles for matmul-like kernels, grouped reductions.
 UOp apply_gpu_optimizations(const UOp& ast, const GlslTarget& target);
-std::string render_c(const UOp& ast, const std::string& name, int64_t* parallel_size);
-// Fills p.source and the launch fields (local_size, groups, writes, num_buffers, push_bytes).
+// Fills p.source, p.parallel_size and p.launch_size.
+void render_c(const UOp& ast, const std::string& name, Program& p);
+// Fills p.source and the launch fields (local_size, groups, writes, num_buffers, push_bytes,
+// launch_size).
 void render_glsl(const UOp& ast, const std::string& name, const GlslTarget& target, Program& p);
 std::string kernel_name(const UOp& ast);
 

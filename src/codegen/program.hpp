@@ -4,7 +4,9 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/uop.hpp"
@@ -25,7 +27,26 @@ struct Program {
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<bool> writes;  // per buffer slot: the kernel writes it (else it only reads it)
   uint32_t push_bytes = 0;   // push-constant bytes the descriptor variant declares (0: none)
+
+  // Symbolic kernels: the DEFINE_VARs the kernel reads, sorted by name (a launch passes their
+  // values in this order, KernelLaunch::vars), and, where the launch size depends on them, that
+  // size as an index expression over them, evaluated per launch (evaluate_size): on CPU the
+  // outermost global loop's trip count, on the GPU the number of workgroups, split into a grid
+  // by group_grid. parallel_size and groups then hold the size at the variables' maxima.
+  std::vector<VarArg> vars;
+  UOp launch_size;  // null when the launch size is constant
 };
+
+// A launch's variable values checked against the kernel's variables: as many, each within its
+// bounds; else Error naming the kernel and the variable.
+void check_var_values(std::string_view kernel, std::span<const VarArg> vars,
+                      std::span<const int64_t> values);
+// An index expression over `vars` at `values` (in `vars` order).
+int64_t evaluate_size(const UOp& expr, std::span<const VarArg> vars,
+                      std::span<const int64_t> values);
+// `groups` workgroups as a grid: x first, filled as evenly as the rest of the grid allows where
+// one dimension would exceed the device's limit (DeviceError beyond the whole grid).
+std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_count)[3]);
 
 struct CodegenOptions {
   bool optimize = true;  // false with NOOPT=1: no upcasts, no split accumulators

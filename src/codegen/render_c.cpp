@@ -1,7 +1,8 @@
 // codegen: linearize a kernel AST into loops and render it as C.
 //
 // The loop structure is the shared one (linearize.hpp); the global ranges are plain loops, the
-// first over [start, end): the thread pool's slice.
+// first over [start, end): the thread pool's slice. Variables are read once from `vars`
+// (Program::vars order) into `var_<name>`, which loop bounds and expressions use.
 //
 // Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), integer division
 // by zero gives 0 instead of trapping, division truncates as C's does, float math is IEEE (no
@@ -231,7 +232,7 @@ class CRenderer : public Linearizer {
  public:
   CRenderer(const UOp& ast, const std::string& name) : Linearizer(ast), name_(name) {}
 
-  std::string render(int64_t* parallel_size) {
+  void render(Program& p) {
     std::string body;
     // Buffers.
     std::vector<UOp> globals;
@@ -245,20 +246,25 @@ class CRenderer : public Linearizer {
                           storage_type(g.dtype().base()), slot, slot ? "const " : "",
                           storage_type(g.dtype().base()), slot);
     }
-    body += "  (void)vars;\n";
-    // Global loops.
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      const std::string T = ctype(vars_[i].dtype());
+      body += fmt::format("  const {} {} = {}vars[{}];\n", T, var_names_[i],
+                          T == "int64_t" ? "" : "(" + T + ")", i);
+    }
+    if (vars_.empty()) body += "  (void)vars;\n";
+    // Global loops; a symbolic outermost one is sized per launch.
     int depth = 1;
-    *parallel_size = 1;
+    p.parallel_size = 1;
     bool first = true;
     for (const UOp& r : ranges_of(AxisType::global)) {
-      const int64_t n = range_size(r);
       if (first) {
-        *parallel_size = n;
+        p.parallel_size = r.src(0).vmax();
+        if (range_size(r) < 0) p.launch_size = r.src(0);
         body += fmt::format("{}for (int64_t {} = start; {} < end; {}++) {{\n", indent(depth),
                             name_of(r), name_of(r), name_of(r));
       } else {
         body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", indent(depth),
-                            name_of(r), n);
+                            name_of(r), range_end(r));
       }
       first = false;
       ++depth;
@@ -266,7 +272,7 @@ class CRenderer : public Linearizer {
     if (first) body += "  if (start >= end) return;\n";
     emit_body(depth, body);
     close(depth, 1, body);
-    return fmt::format(
+    p.source = fmt::format(
         "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
         kPrelude, name_, body);
   }
@@ -324,7 +330,7 @@ class CRenderer : public Linearizer {
   std::string loop_open(const UOp& r, int depth) const override {
     return fmt::format("{0}{1}for (int64_t {2} = 0; {2} < {3}; {2}++) {{\n",
                        r.arg_as<AxisArg>().type == AxisType::reduce ? "" : kUnroll, indent(depth),
-                       name_of(r), range_size(r));
+                       name_of(r), range_end(r));
   }
 
   std::string name_;
@@ -332,9 +338,21 @@ class CRenderer : public Linearizer {
 
 }  // namespace
 
-std::string render_c(const UOp& ast, const std::string& name, int64_t* parallel_size) {
-  return CRenderer(ast, name).render(parallel_size);
+void render_c(const UOp& ast, const std::string& name, Program& p) {
+  CRenderer(ast, name).render(p);
 }
+
+namespace {
+// A range's size in a kernel name: the constant, or the names of the variables it depends on.
+std::string size_label(const UOp& r) {
+  if (range_size(r) >= 0) return std::to_string(range_size(r));
+  std::string label;
+  for (const UOp& u : toposort(r.src(0)))
+    if (u.op() == Ops::DEFINE_VAR)
+      label += (label.empty() ? "" : "_") + c_identifier(u.arg_as<VarArg>().name);
+  return label;
+}
+}  // namespace
 
 std::string kernel_name(const UOp& ast) {
   std::vector<UOp> ranges;
@@ -352,7 +370,7 @@ std::string kernel_name(const UOp& ast) {
   for (AxisType t : {AxisType::global, AxisType::reduce, AxisType::group_reduce, AxisType::upcast,
                      AxisType::unroll})
     for (const UOp& r : ranges)
-      if (r.arg_as<AxisArg>().type == t) name += fmt::format("_{}", range_size(r));
+      if (r.arg_as<AxisArg>().type == t) name += "_" + size_label(r);
   if (name.size() == 1) name += "_1";
   return name;
 }

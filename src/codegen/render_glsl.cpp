@@ -5,6 +5,10 @@
 //   gid = (gl_WorkGroupID.x + gl_WorkGroupID.y * groups.x + gl_WorkGroupID.z * groups.x *
 //          groups.y) * local_size.x + gl_LocalInvocationID.x
 // and decomposed into the global ranges by div/mod, outermost first; padding invocations return.
+// A kernel whose index space depends on its variables (Program::launch_size) reads the grid's
+// shape from gl_NumWorkGroups instead of baking it in, since the runtime sizes the grid per
+// launch, and always returns past the symbolic total. Variables are push constants `int
+// vars[]` (after the device addresses in the VKG_BDA variant), so their bounds must fit int32.
 // A grouped reduction (reduce ranges typed group_reduce by the GPU optimizer) instead gives each
 // workgroup one output: gid is the workgroup's index and the lanes split the reduction.
 // Index math is `int`: a kernel's index space must fit in int32 (codegen_glsl checks it).
@@ -435,17 +439,8 @@ struct Launch {
 Launch plan_launch(int64_t invocations, uint32_t local, const GlslTarget& t, int64_t per_group) {
   Launch l;
   l.local = local;
-  int64_t g = per_group > 0 ? invocations : (invocations + local - 1) / local;
-  for (int dim = 0; dim < 3 && g > 1; ++dim) {
-    const int64_t cap = t.max_group_count[dim];
-    if (dim == 2 && g > cap)
-      throw DeviceError(fmt::format("VULKAN: {} workgroups exceed the device's grid", invocations));
-    // Fill this dimension as evenly as the rest of the grid allows.
-    const int64_t rest = (g + cap - 1) / cap;
-    const int64_t here = (g + rest - 1) / rest;
-    l.groups[dim] = static_cast<uint32_t>(here);
-    g = rest;
-  }
+  l.groups = group_grid(per_group > 0 ? invocations : (invocations + local - 1) / local,
+                        t.max_group_count);
   const int64_t launched =
       int64_t{l.groups[0]} * l.groups[1] * l.groups[2] * (per_group > 0 ? 1 : int64_t{local});
   l.padded = launched != invocations;
@@ -465,9 +460,16 @@ class GlslRenderer : public Linearizer {
     check_features();
     find_vectors();
     std::vector<UOp> globals = ranges_of(AxisType::global);
-    int64_t total = 1;
-    for (const UOp& g : globals) total *= range_size(g);
-    if (total > INT32_MAX) throw DeviceError("VULKAN: a kernel's index space must fit in int32");
+    // A symbolic index space is planned for the variables' maxima; the launch sizes the grid.
+    const UOp total = size_of(globals, 0);
+    const int64_t max_total = total.vmax();
+    const bool symbolic = !total.is_const();
+    if (max_total > INT32_MAX)
+      throw DeviceError("VULKAN: a kernel's index space must fit in int32");
+    for (const UOp& v : vars_)
+      if (v.arg_as<VarArg>().min < INT32_MIN || v.arg_as<VarArg>().max > INT32_MAX)
+        throw DeviceError(fmt::format("VULKAN: variable '{}' exceeds the shaders' int32 index math",
+                                      v.arg_as<VarArg>().name));
     // Workgroup size: 64 lanes (a multiple of every common subgroup size), fewer for tiny
     // kernels; a grouped reduction uses up to 256 lanes per output.
     uint32_t local = std::min<uint32_t>(grouped_ ? 256 : 64, target_.max_workgroup_invocations);
@@ -477,16 +479,27 @@ class GlslRenderer : public Linearizer {
         if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
       while (local > 1 && local * bytes > target_.max_shared_bytes) local /= 2;
     } else {
-      while (local > 1 && local / 2 >= total) local /= 2;
+      while (local > 1 && local / 2 >= max_total) local /= 2;
     }
     local_ = local;
-    const Launch launch = plan_launch(total, local, target_, grouped_ ? 1 : 0);
+    const Launch launch = plan_launch(max_total, local, target_, grouped_ ? 1 : 0);
     p.local_size = {launch.local, 1, 1};
     p.groups = launch.groups;
+    if (symbolic) p.launch_size = grouped_ ? total : simplify((total + (local - 1)) / local);
 
+    // Variables are push constants, read once.
     std::string body;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      const std::string T = glsl_type(vars_[i].dtype());
+      body += fmt::format(
+          "  {} {} = {};\n", T, var_names_[i],
+          T == "int" ? fmt::format("pc.vars[{}]", i) : fmt::format("{}(pc.vars[{}])", T, i));
+    }
+    // A symbolic launch's grid is chosen per launch: the shader reads its shape.
     const std::string wg =
-        launch.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
+        symbolic                ? "int(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
+                                  "gl_NumWorkGroups.y * gl_WorkGroupID.z))"
+        : launch.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
         : launch.groups[2] == 1
             ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", launch.groups[0])
             : fmt::format(
@@ -499,16 +512,9 @@ class GlslRenderer : public Linearizer {
     } else {
       body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local);
     }
-    if (launch.padded) body += fmt::format("  if (gid >= {}) return;\n", total);
-    int64_t inner = total;
-    for (size_t i = 0; i < globals.size(); ++i) {
-      const int64_t n = range_size(globals[i]);
-      inner /= n;
-      std::string e = "gid";
-      if (inner > 1) e = fmt::format("(gid / {})", inner);
-      if (i > 0) e = fmt::format("{} % {}", e, n);
-      body += fmt::format("  int {} = {};\n", name_of(globals[i]), e);
-    }
+    if (launch.padded || symbolic)
+      body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
+    body += unflatten(globals, "gid", 1);
     emit_body(1, body);
 
     std::vector<UOp> bufs;
@@ -520,7 +526,7 @@ class GlslRenderer : public Linearizer {
     p.num_buffers = n;
     p.writes.assign(static_cast<size_t>(n), false);
     if (n > 0) p.writes[0] = true;
-    p.push_bytes = 0;
+    p.push_bytes = static_cast<uint32_t>(4 * vars_.size());
 
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
@@ -554,9 +560,13 @@ class GlslRenderer : public Linearizer {
       }
     }
     src += "#ifdef VKG_BDA\n";
-    src += fmt::format("layout(push_constant) uniform Addrs {{ uvec2 addr[{}]; }} pc;\n",
-                       std::max(n, 1));
-    src += bda + "#else\n" + bound + "#endif\n";
+    const std::string var_block = vars_.empty() ? "" : fmt::format(" int vars[{}];", vars_.size());
+    src += fmt::format("layout(push_constant) uniform Addrs {{ uvec2 addr[{}];{} }} pc;\n",
+                       std::max(n, 1), var_block);
+    src += bda + "#else\n";
+    if (!vars_.empty())
+      src += fmt::format("layout(push_constant) uniform Vars {{{} }} pc;\n", var_block);
+    src += bound + "#endif\n";
     src += shared_decls_;
     for (int h = 0; h < kNumHelpers; ++h)
       if (helpers_[h]) src += kHelperText[h];
@@ -646,17 +656,6 @@ class GlslRenderer : public Linearizer {
     auto it = vec_loads_.find(u.get());
     if (it == vec_loads_.end()) return deps(u);
     return deps(u) & ~(uint64_t{1} << it->second.range.arg_as<AxisArg>().id);
-  }
-  // An index expression that need not exist in the kernel (the vec4 index), rendered inline.
-  std::string inline_expr(const UOp& e, const Names& names) const {
-    Names local = names;
-    for (const UOp& u : toposort(e)) {
-      if (local.count(u.get()) || u.op() == Ops::CONST || u.op() == Ops::RANGE) continue;
-      std::vector<std::string> s;
-      for (const UOp& x : u.src()) s.push_back(operand(x, local));
-      local[u.get()] = alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
-    }
-    return operand(e, local);
   }
   bool emit_special(const UOp& u, int depth, std::string& out, Names& names) override {
     auto it = vec_loads_.find(u.get());
@@ -904,7 +903,26 @@ class GlslRenderer : public Linearizer {
   std::string loop_open(const UOp& r, int depth) const override {
     const bool unroll = r.arg_as<AxisArg>().type != AxisType::reduce;
     return fmt::format("{0}{1}for (int {2} = 0; {2} < {3}; {2}++) {{\n", indent(depth),
-                       unroll ? "[[unroll]] " : "", name_of(r), range_size(r));
+                       unroll ? "[[unroll]] " : "", name_of(r), range_end(r));
+  }
+  // The product of the trip counts of ranges[from:], simplified (a constant where they are).
+  static UOp size_of(const std::vector<UOp>& ranges, size_t from) {
+    UOp n = UOp::const_(dtypes::index, int64_t{1});
+    for (size_t i = from; i < ranges.size(); ++i) n = n * ranges[i].src(0);
+    return simplify(n);
+  }
+  // `int <range> = <its digit of the flat index>;` for each range, outermost first.
+  std::string unflatten(const std::vector<UOp>& ranges, const std::string& flat, int depth) const {
+    std::string out;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const UOp inner = size_of(ranges, i + 1);
+      std::string e = flat;
+      if (!inner.is_const() || std::get<int64_t>(inner.const_value()) > 1)
+        e = fmt::format("({} / {})", flat, inline_expr(inner, {}));
+      if (i > 0) e = fmt::format("{} % {}", e, range_end(ranges[i]));
+      out += fmt::format("{}int {} = {};\n", indent(depth), name_of(ranges[i]), e);
+    }
+    return out;
   }
 
   // The store of 4 neighbours becomes one vec4 store after the innermost upcast loop.
@@ -944,21 +962,11 @@ class GlslRenderer : public Linearizer {
     const std::string sh = fmt::format("vkg_shared{}", id);
     shared_decls_ += fmt::format("shared {} {}[{}];\n", type(d), sh, local_);
     std::vector<UOp> loops(r.src().begin() + 1, r.src().end());
-    int64_t total = 1;
-    for (const UOp& x : loops) total *= range_size(x);
     out += fmt::format("{}{} {} = {};\n", indent(depth), T, acc, identity(op, d));
     const std::string f = fmt::format("rflat{}", id);
     out += fmt::format("{0}for (int {1} = lid; {1} < {2}; {1} += {3}) {{\n", indent(depth), f,
-                       total, local_);
-    int64_t inner = total;
-    for (size_t i = 0; i < loops.size(); ++i) {
-      const int64_t n = range_size(loops[i]);
-      inner /= n;
-      std::string e = f;
-      if (inner > 1) e = fmt::format("({} / {})", f, inner);
-      if (i > 0) e = fmt::format("{} % {}", e, n);
-      out += fmt::format("{}int {} = {};\n", indent(depth + 1), name_of(loops[i]), e);
-    }
+                       inline_expr(size_of(loops, 0), {}), local_);
+    out += unflatten(loops, f, depth + 1);
     Names names = head_names_;
     const auto body = needed(
         {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);

@@ -21,19 +21,21 @@ class CompiledKernel {
 
 struct KernelLaunch {
   const CompiledKernel* kernel = nullptr;
-  std::vector<void*> buffers;      // device memory handles, in DEFINE_GLOBAL slot order
-  std::vector<int64_t> vars = {};  // the values of Program::vars, in that order
+  std::vector<void*> buffers;  // device memory handles, in DEFINE_GLOBAL slot order
+  // The values of the kernel's variables, in Program::vars order (empty when it has none). A
+  // wrong count or a value outside a variable's bounds is an Error naming both.
+  std::vector<int64_t> vars = {};  // (initialized: launches may be written {kernel, buffers})
 };
 
 // A recorded list of kernels (graph replay): recorded once by Runtime::capture, then run again
-// with the same kernels in the same order but possibly other buffers. On Vulkan a replay reuses
-// the recorded command buffer and only rewrites the bindings that changed; on CPU it is a list
-// of function pointers.
+// with the same kernels in the same order but possibly other buffers and variable values. On
+// Vulkan a replay reuses the recorded command buffer and only rewrites the bindings that changed
+// (recording again where the values changed); on CPU it is a list of function pointers.
 class Graph {
  public:
   virtual ~Graph() = default;
   // `launches` must name the captured kernels in the captured order (else InternalError); their
-  // buffers may differ from the captured ones. Returns when all are done.
+  // buffers and variable values may differ from the captured ones. Returns when all are done.
   virtual void replay(std::span<const KernelLaunch> launches) = 0;
 };
 

@@ -30,8 +30,19 @@ class CpuKernel final : public CompiledKernel {
   KernelFn fn = nullptr;
   std::shared_ptr<Library> lib;
   int64_t parallel_size = 1;
-  int64_t work = 1;
+  int64_t work = 1;  // of the constant ranges
+  // Symbolic kernels: the variables, the outermost trip count over them (null: parallel_size)
+  // and the ends of the symbolic ranges, which multiply `work`.
+  std::vector<VarArg> vars;
+  UOp launch_size;
+  std::vector<UOp> symbolic_ends;
 };
+
+// Saturating product (work is only compared with kParallelWork).
+int64_t times(int64_t work, int64_t n) {
+  constexpr int64_t cap = int64_t{1} << 40;
+  return n > 0 && work > cap / n ? cap : work * n;
+}
 
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -107,19 +118,23 @@ class CpuRuntime final : public Runtime {
     k->lib = Compiler::instance().compile(p.source);
     k->fn = Compiler::instance().kernel(k->lib, p.name);
     k->parallel_size = p.parallel_size;
-    // Loop iterations of the whole kernel (saturating: only compared with kParallelWork).
+    k->vars = p.vars;
+    k->launch_size = p.launch_size;
+    // Loop iterations of the whole kernel.
     k->work = 1;
-    for (const UOp& u : p.uops)
-      if (u.op() == Ops::RANGE) {
-        const int64_t n = range_size(u), cap = int64_t{1} << 40;
-        k->work = n > 0 && k->work > cap / n ? cap : k->work * n;
-      }
+    for (const UOp& u : p.uops) {
+      if (u.op() != Ops::RANGE) continue;
+      if (range_size(u) < 0)
+        k->symbolic_ends.push_back(u.src(0));
+      else
+        k->work = times(k->work, range_size(u));
+    }
     return k;
   }
   void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) override {
     for (const KernelLaunch& l : launches) {
       const auto t0 = std::chrono::steady_clock::now();
-      launch(static_cast<const CpuKernel&>(*l.kernel), l.buffers);
+      launch(static_cast<const CpuKernel&>(*l.kernel), l);
       if (seconds)
         seconds->push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -127,15 +142,20 @@ class CpuRuntime final : public Runtime {
   }
   std::unique_ptr<Graph> capture(std::span<const KernelLaunch> launches) override;
 
-  static void launch(const CpuKernel& k, const std::vector<void*>& buffers) {
+  static void launch(const CpuKernel& k, const KernelLaunch& l) {
     ThreadPool& pool = ThreadPool::global();
-    void** bufs = const_cast<void**>(buffers.data());
-    if (k.work < kParallelWork || k.parallel_size < 2 || pool.size() == 1) {
-      k.fn(bufs, nullptr, 0, k.parallel_size);
+    void** bufs = const_cast<void**>(l.buffers.data());
+    check_var_values(k.name, k.vars, l.vars);
+    const int64_t* vars = l.vars.data();
+    const int64_t size =
+        k.launch_size ? evaluate_size(k.launch_size, k.vars, l.vars) : k.parallel_size;
+    int64_t work = k.work;
+    for (const UOp& end : k.symbolic_ends) work = times(work, evaluate_size(end, k.vars, l.vars));
+    if (work < kParallelWork || size < 2 || pool.size() == 1) {
+      k.fn(bufs, vars, 0, size);
     } else {
-      const int64_t grain = std::max<int64_t>(1, k.parallel_size / (pool.size() * 4));
-      pool.parallel_for(k.parallel_size, grain,
-                        [&](int64_t b, int64_t e) { k.fn(bufs, nullptr, b, e); });
+      const int64_t grain = std::max<int64_t>(1, size / (pool.size() * 4));
+      pool.parallel_for(size, grain, [&](int64_t b, int64_t e) { k.fn(bufs, vars, b, e); });
     }
   }
 
@@ -172,7 +192,7 @@ class CpuGraph final : public Graph {
     for (size_t i = 0; i < launches.size(); ++i) {
       if (launches[i].kernel != kernels_[i])
         throw InternalError(fmt::format("CPU graph: kernel {} differs from the captured one", i));
-      CpuRuntime::launch(*kernels_[i], launches[i].buffers);
+      CpuRuntime::launch(*kernels_[i], launches[i]);
     }
   }
 

@@ -190,6 +190,12 @@ Prepared Executor::prepare(const KernelLaunch& launch, Binding preferred) {
   Prepared p;
   p.kernel = kernel;
   p.binding = preferred;
+  check_var_values(kernel->name, kernel->vars, launch.vars);
+  p.vars = launch.vars;
+  p.groups = kernel->launch_size
+                 ? group_grid(evaluate_size(kernel->launch_size, kernel->vars, launch.vars),
+                              device->caps.props.limits.maxComputeWorkGroupCount)
+                 : kernel->groups;
   if (preferred == Binding::push_descriptors &&
       static_cast<uint32_t>(kernel->num_buffers) > device->caps.max_push_descriptors)
     p.binding = Binding::descriptor_sets;
@@ -265,23 +271,24 @@ void Executor::record_dispatch(VkCommandBuffer cmd, const Prepared& p, VkDescrip
         vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout.pipeline, 0, 1, &set, 0,
                                 nullptr);
       break;
-    case Binding::device_address: {
-      // uvec2 addr[num_buffers] at offset 0: little-endian 64-bit addresses have that layout.
-      std::vector<VkDeviceAddress> addresses(n);
-      for (size_t s = 0; s < n; ++s) addresses[s] = p.bound[s].address;
-      if (n > 0)
-        vkCmdPushConstants(cmd, layout.pipeline, VK_SHADER_STAGE_COMPUTE_BIT, 0, layout.push_bytes,
-                           addresses.data());
+    case Binding::device_address:  // the addresses are push constants
       break;
+  }
+  // Push constants: the device addresses (uvec2 addr[num_buffers]: little-endian 64-bit
+  // addresses have that layout), then the variables' values as int32 (the renderer checked
+  // their bounds fit).
+  std::vector<uint32_t> constants;
+  if (p.binding == Binding::device_address)
+    for (const Bound& b : p.bound) {
+      constants.push_back(static_cast<uint32_t>(b.address));
+      constants.push_back(static_cast<uint32_t>(b.address >> 32));
     }
-  }
-  if (p.binding != Binding::device_address && layout.push_bytes > 0) {
-    // The range is reserved for symbolic sizes; until launches carry values it holds zeros.
-    std::vector<std::byte> zeros(layout.push_bytes);
-    vkCmdPushConstants(cmd, layout.pipeline, VK_SHADER_STAGE_COMPUTE_BIT, 0, layout.push_bytes,
-                       zeros.data());
-  }
-  vkCmdDispatch(cmd, k.groups[0], k.groups[1], k.groups[2]);
+  for (int64_t v : p.vars) constants.push_back(static_cast<uint32_t>(v));
+  if (!constants.empty())
+    vkCmdPushConstants(cmd, layout.pipeline, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<uint32_t>(constants.size() * sizeof(uint32_t)),
+                       constants.data());
+  vkCmdDispatch(cmd, p.groups[0], p.groups[1], p.groups[2]);
   ++g_counters.dispatches;
 }
 
@@ -446,7 +453,9 @@ class CommandGraph final : public Graph {
         info.descriptorSetCount = 1;
         info.pSetLayouts = &layout;
         vk_check(vkAllocateDescriptorSets(d.handle, &info, &sets_[i]), "vkAllocateDescriptorSets");
-        ex_->write_set(sets_[i], launches_[i], nullptr);
+        // A device-address launch binds buffers too large for a descriptor: its set waits.
+        if (launches_[i].binding != Binding::device_address)
+          ex_->write_set(sets_[i], launches_[i], nullptr);
       }
       for (size_t start = 0; start < launches_.size(); start += kChunk)
         cmds_.push_back(allocate_command_buffer(d, pool_));
@@ -477,11 +486,15 @@ class CommandGraph final : public Graph {
     bool rerecord = false;
     for (size_t i = 0; i < next.size() && !rerecord; ++i) {
       const bool changed = next[i].bound != launches_[i].bound;
+      // Variable values live in the command buffer (push constants and the grid).
       rerecord = (needed[i] && !barriers_[i]) || next[i].binding != launches_[i].binding ||
+                 next[i].vars != launches_[i].vars ||
                  (changed && (!update_after_bind || next[i].binding == Binding::device_address));
     }
     for (size_t i = 0; i < next.size(); ++i)
-      if (sets_[i] != VK_NULL_HANDLE) ex_->write_set(sets_[i], next[i], &launches_[i]);
+      if (sets_[i] != VK_NULL_HANDLE && next[i].binding != Binding::device_address)
+        ex_->write_set(sets_[i], next[i],
+                       launches_[i].binding == Binding::device_address ? nullptr : &launches_[i]);
     launches_ = std::move(next);
     if (rerecord) {
       ++g_counters.graph_rerecords;

@@ -33,6 +33,8 @@ struct Prepared {
   Kernel* kernel = nullptr;
   Binding binding = Binding::descriptor_sets;
   std::vector<Bound> bound;
+  std::vector<int64_t> vars;                // the variables' values (push constants)
+  std::array<uint32_t, 3> groups{1, 1, 1};  // the grid, for these values
 };
 
 // Dispatches per command buffer: one submission never holds more, so it never runs for long.
@@ -46,7 +48,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Resolves handles (null: the dummy buffer) and picks the binding: device addresses when a
-  // buffer exceeds maxStorageBufferRange (DeviceError if that is off), else `preferred`.
+  // buffer exceeds maxStorageBufferRange (DeviceError if that is off), else `preferred`. Checks
+  // the variables' values and sizes the grid for them.
   Prepared prepare(const KernelLaunch& launch, Binding preferred);
   void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds);
   std::unique_ptr<Graph> capture(std::span<const KernelLaunch> launches,

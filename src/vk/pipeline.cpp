@@ -90,14 +90,16 @@ const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_byte
   VkDevice dev = device->handle;
   Layout l;
   l.push_bytes =
-      binding == Binding::device_address ? 8u * static_cast<uint32_t>(buffers) : push_bytes;
+      (binding == Binding::device_address ? 8u * static_cast<uint32_t>(buffers) : 0u) + push_bytes;
   if (l.push_bytes > c.props.limits.maxPushConstantsSize)
-    throw DeviceError(fmt::format(
-        "{}: a kernel needs {} bytes of push constants ({}); the device allows {}", device->name(),
-        l.push_bytes,
-        binding == Binding::device_address ? fmt::format("device addresses of {} buffers", buffers)
-                                           : std::string("declared by the kernel"),
-        c.props.limits.maxPushConstantsSize));
+    throw DeviceError(
+        fmt::format("{}: a kernel needs {} bytes of push constants ({}); the device allows {}",
+                    device->name(), l.push_bytes,
+                    binding == Binding::device_address
+                        ? fmt::format("device addresses of {} buffers{}", buffers,
+                                      push_bytes > 0 ? " and the kernel's variables" : "")
+                        : std::string("the kernel's variables"),
+                    c.props.limits.maxPushConstantsSize));
   if (binding != Binding::device_address) {
     std::vector<VkDescriptorSetLayoutBinding> slots(static_cast<size_t>(buffers));
     for (int i = 0; i < buffers; ++i) {
@@ -187,6 +189,8 @@ Kernel::Kernel(std::shared_ptr<Pipelines> pipelines, const Program& p)
       groups(p.groups),
       writes(p.writes),
       push_bytes(p.push_bytes),
+      vars(p.vars),
+      launch_size(p.launch_size),
       pipelines_(std::move(pipelines)) {
   name = p.name;
   // Slots the program does not describe are taken as written: a needless barrier is safe.

@@ -75,7 +75,9 @@ class Kernel final : public CompiledKernel {
   int num_buffers = 0;
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<bool> writes;
-  uint32_t push_bytes = 0;
+  uint32_t push_bytes = 0;  // the variables' values (int32 each), after any device addresses
+  std::vector<VarArg> vars;
+  UOp launch_size;  // workgroups over the variables (null: `groups`)
 
  private:
   std::shared_ptr<Pipelines> pipelines_;
