@@ -115,17 +115,6 @@ int64_t prod_sizes(const std::vector<UOp>& ranges) {
   return n;
 }
 
-// Some load in `x` reads consecutive elements as `r` steps by one (its index grows by exactly 1).
-bool contiguous_along(const UOp& x, const UOp& r) {
-  const std::unordered_map<UOp, UOp, UOpHash> next{{r, r + 1}};
-  for (const UOp& u : toposort(x))
-    if (u.op() == Ops::LOAD && mentions(u.src(0).src(1), r)) {
-      const UOp idx = u.src(0).src(1);
-      if (simplify(substitute(idx, next) - idx).is_const(1)) return true;
-    }
-  return false;
-}
-
 // GEMM blocking for AVX-512 (32 vector registers of 16 floats): a 12 x 32 register tile (24
 // accumulators, two B vectors, A broadcast from memory); k blocks of 256 keep one B micro panel
 // (256 x 32 floats, 32 KiB) in L1 while A micro panels (12 KiB) stream from an L2-resident A block
@@ -189,8 +178,8 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast) {
   p.kc = (K + k_blocks - 1) / k_blocks;  // k in even blocks of at most kGemmKc
   const int64_t n_pad = (N + p.nr - 1) / p.nr * p.nr;
   p.nc = std::min({n_pad, kGemmMaxNc, std::max(p.nr, kGemmPanelFloats / K / p.nr * p.nr)});
-  p.a_k_inner = contiguous_along(p.a, p.k) && !contiguous_along(p.a, p.m);
-  p.b_k_inner = contiguous_along(p.b, p.k) && !contiguous_along(p.b, p.n);
+  // Each thread packs all of the operand along the axis it does not split: duplicate the smaller.
+  p.split_n = M <= N;
   return p;
 }
 

@@ -25,8 +25,7 @@ struct GemmPlan {
   int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
   int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
   int64_t nc = 0;          // B block packed at a time: all of k x nc columns (L2)
-  bool a_k_inner = false;  // pack a with k as the innermost loop (a is contiguous along k)
-  bool b_k_inner = false;
+  bool split_n = false;    // threads split the columns (each packs all of A), else the rows
 };
 
 // The passes, exposed for tests.

@@ -350,9 +350,9 @@ class CRenderer : public Linearizer {
   //       pack A[ic block, pc block] into panels of mr rows
   //       for each nr strip, for each mr panel: mr x nr accumulators over kc, kept in tile_c
   //     epilogue and store of the ic x jc block from tile_c.
-  // The parallel axis is the panels of mr rows (each thread packs B for its own rows). The
-  // operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges are
-  // bound. Accumulation is a fused multiply-add (one rounding per step).
+  // The parallel axis is the strips of nr columns or the panels of mr rows (GemmPlan::split_n).
+  // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
+  // are bound. Accumulation is a fused multiply-add (one rounding per step).
   void render_gemm(const GemmPlan& p, std::string& out, int64_t* parallel_size) {
     const int64_t M = range_size(p.m), N = range_size(p.n), K = range_size(p.k);
     const std::string m = name_of(p.m), n = name_of(p.n), k = name_of(p.k);
@@ -364,10 +364,15 @@ class CRenderer : public Linearizer {
     scratch("pack_a", p.mc * p.kc);
     scratch("pack_b", K * p.nc);
     scratch("tile_c", p.mc * p.nc);
-    *parallel_size = (M + p.mr - 1) / p.mr;
-    line(1,
-         fmt::format("const int64_t m_lo = start * {0}, m_hi = end * {0} < {1} ? end * {0} : {1};",
-                     p.mr, M));
+    // This thread's rows [m_lo, m_hi) and columns [n_lo, n_hi).
+    const int64_t step = p.split_n ? p.nr : p.mr, size = p.split_n ? N : M;
+    *parallel_size = (size + step - 1) / step;
+    const std::string lo = fmt::format("start * {}", step),
+                      hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, size);
+    line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", p.split_n ? "0" : lo,
+                        p.split_n ? std::to_string(M) : hi));
+    line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", p.split_n ? lo : "0",
+                        p.split_n ? hi : std::to_string(N)));
     int depth = 1;
     for (const UOp& b : p.batch)
       line(depth++,
@@ -388,40 +393,32 @@ class CRenderer : public Linearizer {
       line(depth, fmt::format("const int64_t {0} = {1} < {2} ? {1} : {2};", var, rest, block));
     };
     // Packs `x` into panel[kk * width + w] for w < ws (zero up to width): the loops bind the
-    // kernel's ranges (`bind`) and evaluate x's nodes once per element.
-    auto pack = [&](const UOp& x, bool k_inner, const std::string& panel, int64_t width,
-                    const std::string& ws, const std::string& ks, const std::string& bind_w,
-                    const std::string& bind_k) {
+    // kernel's ranges (`bind_w`, `bind_k`) and evaluate x's nodes once per element. The stores
+    // are contiguous (a strided read is a gather; a strided store would be a scatter).
+    auto pack = [&](const UOp& x, const std::string& panel, int64_t width, const std::string& ws,
+                    const std::string& ks, const std::string& bind_w, const std::string& bind_k) {
       const int base = depth;
-      if (k_inner) {
-        open("w", "0", ws);
-        open("kk", "0", ks);
-      } else {
-        open("kk", "0", ks);
-        open("w", "0", ws);
-      }
-      line(depth, bind_w);
+      open("kk", "0", ks);
       line(depth, bind_k);
+      open("w", "0", ws);
+      line(depth, bind_w);
       Names names;
       emit_nodes(needed(
                      {x}, [](const UOp&) { return true; }, false),
                  depth, out, names);
       line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
-      close_to(base);
-      line(depth, fmt::format("if ({} < {}) {{", ws, width));
-      ++depth;
-      open("kk", "0", ks);
+      close_to(depth - 1);
       open("w", ws, std::to_string(width));
       line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
       close_to(base);
     };
 
-    open("jc", "0", std::to_string(N), std::to_string(p.nc));
-    clamp("nc", fmt::format("{} - jc", N), p.nc);
+    open("jc", "n_lo", "n_hi", std::to_string(p.nc));
+    clamp("nc", "n_hi - jc", p.nc);
     open("jr", "0", "nc", std::to_string(p.nr));
     clamp("nr", "nc - jr", p.nr);
     line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
-    pack(p.b, p.b_k_inner, "pb", p.nr, "nr", std::to_string(K),
+    pack(p.b, "pb", p.nr, "nr", std::to_string(K),
          fmt::format("const int64_t {} = jc + jr + w;", n),
          fmt::format("const int64_t {} = kk;", k));
     close_to(depth - 1);
@@ -433,8 +430,7 @@ class CRenderer : public Linearizer {
     open("ir", "0", "mc", std::to_string(p.mr));
     clamp("mr", "mc - ir", p.mr);
     line(depth, "float* restrict pa = pack_a + ir * kc;");
-    pack(p.a, p.a_k_inner, "pa", p.mr, "mr", "kc",
-         fmt::format("const int64_t {} = ic + ir + w;", m),
+    pack(p.a, "pa", p.mr, "mr", "kc", fmt::format("const int64_t {} = ic + ir + w;", m),
          fmt::format("const int64_t {} = pc + kk;", k));
     close_to(depth - 1);
     // The micro kernel: mr x (nr / 16) vectors of accumulators.
