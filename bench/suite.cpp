@@ -243,6 +243,64 @@ Row matmul_case(Suite& s, int64_t n) {
   return row;
 }
 
+// ---- matmul layouts at the MLP's sizes ---------------------------------------------------------
+
+// op(A) (m x k) times op(B) (k x n), a transposed operand stored as (k, m) / (n, k) and read
+// through a .T() view: the MLP step's forward x W^T (NT), weight gradient delta^T x (TN) and
+// input gradient delta W (NN) at its sizes.
+struct Layout {
+  int64_t m, k, n;
+  bool a_t, b_t;
+};
+
+Row matmul_layout_case(Suite& s, const std::string& name, Layout l) {
+  Row row = s.row(name, "GFLOPS");
+  std::vector<float> ha = random_floats(static_cast<size_t>(l.m * l.k), 301, -1, 1);
+  std::vector<float> hb = random_floats(static_cast<size_t>(l.k * l.n), 302, -1, 1);
+  Tensor a = upload(ha, l.a_t ? Shape{l.k, l.m} : Shape{l.m, l.k}, s.device),
+         b = upload(hb, l.b_t ? Shape{l.n, l.k} : Shape{l.k, l.n}, s.device), c;
+  std::vector<Sample> runs = measure([&] {
+    return time_realize([&] { return (l.a_t ? a.T() : a).matmul(l.b_t ? b.T() : b); }, c);
+  });
+  const double gflop = 2.0 * static_cast<double>(l.m * l.k * l.n) / 1e9;
+  set_ours(row, runs, gflop);
+  row.details.push_back(fmt::format("{} x {} x {} (m x k x n), {}{}", l.m, l.k, l.n,
+                                    l.a_t ? "T" : "N", l.b_t ? "T" : "N"));
+  std::vector<float> got = c.to_vector<float>();
+  c = Tensor();
+  if (s.blas && s.blas->sgemm != nullptr && !s.gpu) {
+    std::vector<float> ref(static_cast<size_t>(l.m * l.n));
+    auto sgemm = [&] {
+      s.blas->sgemm(
+          CblasRowMajor, l.a_t ? CblasTrans : CblasNoTrans, l.b_t ? CblasTrans : CblasNoTrans,
+          static_cast<blasint>(l.m), static_cast<blasint>(l.n), static_cast<blasint>(l.k), 1.0f,
+          ha.data(), static_cast<blasint>(l.a_t ? l.m : l.k), hb.data(),
+          static_cast<blasint>(l.b_t ? l.k : l.n), 0.0f, ref.data(), static_cast<blasint>(l.n));
+    };
+    set_reference(row, "OpenBLAS sgemm", measure([&] { return time_host(sgemm); }), gflop);
+    settle();
+  }
+  // Checked against double on the host (the same bound as matmul_f32_*).
+  auto at = [&](const std::vector<float>& v, int64_t i, int64_t j, int64_t cols, bool t,
+                int64_t rows) {
+    return static_cast<double>(v[static_cast<size_t>(t ? j * rows + i : i * cols + j)]);
+  };
+  double worst = 0;
+  for (int64_t i = 0; i < l.m; ++i)
+    for (int64_t j = 0; j < l.n; ++j) {
+      double e = 0;
+      for (int64_t p = 0; p < l.k; ++p)
+        e += at(ha, i, p, l.k, l.a_t, l.m) * at(hb, p, j, l.n, l.b_t, l.k);
+      const double d = std::fabs(got[static_cast<size_t>(i * l.n + j)] - e);
+      worst = std::max(worst, std::isnan(d) ? INFINITY : d);
+    }
+  const double tol = 4e-6 * static_cast<double>(l.k);
+  row.details.push_back(
+      fmt::format("checked every element against double: max |diff| {:.2g}", worst));
+  if (!(worst <= tol)) row.fail(fmt::format("max |diff| {:.3g} > {:.3g}", worst, tol));
+  return row;
+}
+
 // ---- a * b + c and sum (memory bound) ---------------------------------------------------------
 
 constexpr int64_t k16M = int64_t{1} << 24;
@@ -662,6 +720,18 @@ const std::vector<Case>& cases() {
       {"matmul_f32_512", "GFLOPS", [](Suite& s) { return matmul_case(s, 512); }},
       {"matmul_f32_1024", "GFLOPS", [](Suite& s) { return matmul_case(s, 1024); }},
       {"matmul_f32_2048", "GFLOPS", [](Suite& s) { return matmul_case(s, 2048); }},
+      {"matmul_mlp_nt", "GFLOPS",
+       [](Suite& s) {
+         return matmul_layout_case(s, "matmul_mlp_nt", {256, 784, 512, false, true});
+       }},
+      {"matmul_mlp_tn", "GFLOPS",
+       [](Suite& s) {
+         return matmul_layout_case(s, "matmul_mlp_tn", {512, 256, 784, true, false});
+       }},
+      {"matmul_mlp_nn", "GFLOPS",
+       [](Suite& s) {
+         return matmul_layout_case(s, "matmul_mlp_nn", {256, 512, 784, false, false});
+       }},
       {"ew_axbpc_16M", "GB/s", axbpc_case},
       {"sum_16M", "GB/s", sum_case},
       {"softmax_4096", "ms", softmax_case},

@@ -17,10 +17,13 @@ UOp simplify_indices(const UOp& ast) { return simplify(ast); }
 
 Program codegen_c(const UOp& ast, const CodegenOptions& options) {
   Program p;
-  UOp k = simplify_indices(ast);                     // 1. index and valid math, simplified
-  if (options.optimize) k = apply_optimizations(k);  // 2. upcasts, split accumulators
-  p.name = kernel_name(k);                           // 3. E_/r_ name from the final axes
-  render_c(k, p.name, p);                            // 4. linearize into loops and render C
+  UOp k = simplify_indices(ast);  // 1. index and valid math, simplified
+  // 2. a large matmul becomes a packed, blocked GEMM; other kernels get upcasts and split
+  //    accumulators
+  const std::optional<GemmPlan> gemm = options.optimize ? plan_gemm(k) : std::nullopt;
+  if (options.optimize && !gemm) k = apply_optimizations(k);
+  p.name = kernel_name(k);                        // 3. E_/r_ name from the final axes
+  render_c(k, p.name, gemm ? &*gemm : nullptr, p);  // 4. linearize into loops and render C
   for (const UOp& u : toposort(k))
     if (u.op() == Ops::DEFINE_GLOBAL)
       p.num_buffers = std::max<int>(p.num_buffers, u.arg_as<int64_t>() + 1);

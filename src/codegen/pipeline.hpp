@@ -2,6 +2,8 @@
 // passes in order. Depends on sched (kernel AST form) and ir.
 #pragma once
 
+#include <optional>
+
 #include "codegen/program.hpp"
 
 namespace vkgrad {
@@ -11,13 +13,31 @@ Program codegen_c(const UOp& ast, const CodegenOptions& options);
 // The same for a Vulkan compute shader (render_glsl.cpp): GLSL 450 source plus launch shape.
 Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTarget& target);
 
+// A float32 matmul-like kernel that the CPU renders as a blocked GEMM on packed panels:
+//   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
+// (a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are
+// evaluated once per element while packing, so transposed and fused operands cost no more).
+struct GemmPlan {
+  UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
+  UOp a, b;                // the operands
+  UOp m, n, k;             // output rows, output columns (the innermost output axis), reduce
+  std::vector<UOp> batch;  // the other output ranges (loops inside each thread's rows)
+  int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
+  int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
+  int64_t nc = 0;          // B block packed at a time: all of k x nc columns (L2)
+  bool split_n = false;    // threads split the columns (each packs all of A), else the rows
+};
+
 // The passes, exposed for tests.
 UOp simplify_indices(const UOp& ast);     // symbolic simplification of index/valid math
 UOp apply_optimizations(const UOp& ast);  // upcast output axes, split reduce accumulators
+// The GEMM plan for a large float32 matmul-like kernel on the CPU, or none.
+std::optional<GemmPlan> plan_gemm(const UOp& ast);
 // The GPU's: vec4 upcasts, register tiles for matmul-like kernels, grouped reductions.
 UOp apply_gpu_optimizations(const UOp& ast, const GlslTarget& target);
-// Fills p.source, p.parallel_size and p.launch_size.
-void render_c(const UOp& ast, const std::string& name, Program& p);
+// Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
+// AST), the kernel is rendered as a packed GEMM.
+void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p);
 // Fills p.source and the launch fields (local_size, groups, writes, num_buffers, push_bytes,
 // launch_size).
 void render_glsl(const UOp& ast, const std::string& name, const GlslTarget& target, Program& p);

@@ -58,6 +58,17 @@ static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : 
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 )";
 
+// The GEMM micro kernel's vectors (GCC vector extensions: one register where the target has
+// 512-bit vectors, lowered to narrower ones elsewhere). Every vector access is 64-byte aligned.
+constexpr const char* kGemmPrelude = R"(typedef float vkg_f32x16 __attribute__((vector_size(64)));
+static inline vkg_f32x16 vkg_fma16(float a, vkg_f32x16 b, vkg_f32x16 c) {
+  vkg_f32x16 r;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = __builtin_fmaf(a, b[i], c[i]);
+  return r;
+}
+)";
+
 // Upcast and unroll loops have small constant trip counts: unrolled completely, their
 // accumulators become registers and the C compiler's SLP vectorizer packs them into vectors.
 constexpr const char* kUnroll = "#pragma GCC unroll 64\n";
@@ -232,7 +243,7 @@ class CRenderer : public Linearizer {
  public:
   CRenderer(const UOp& ast, const std::string& name) : Linearizer(ast), name_(name) {}
 
-  void render(Program& p) {
+  void render(Program& p, const GemmPlan* gemm) {
     std::string body;
     // Buffers.
     std::vector<UOp> globals;
@@ -252,6 +263,13 @@ class CRenderer : public Linearizer {
                           T == "int64_t" ? "" : "(" + T + ")", i);
     }
     if (vars_.empty()) body += "  (void)vars;\n";
+    if (gemm) {  // plan_gemm plans only kernels of constant sizes
+      render_gemm(*gemm, body, &p.parallel_size);
+      p.source = fmt::format(
+          "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
+          kPrelude, kGemmPrelude, name_, body);
+      return;
+    }
     // Global loops; a symbolic outermost one is sized per launch.
     int depth = 1;
     p.parallel_size = 1;
@@ -333,13 +351,143 @@ class CRenderer : public Linearizer {
                        name_of(r), range_end(r));
   }
 
+  // A packed, blocked GEMM (the plan's comment in pipeline.hpp; BLIS's loop structure):
+  //   for batch, for column blocks jc (nc):  pack B[all k, jc block] into strips of nr columns
+  //     for row blocks ic (mc) of this thread's rows, for k blocks pc (kc):
+  //       pack A[ic block, pc block] into panels of mr rows
+  //       for each nr strip, for each mr panel: mr x nr accumulators over kc, kept in tile_c
+  //     epilogue and store of the ic x jc block from tile_c.
+  // The parallel axis is the strips of nr columns or the panels of mr rows (GemmPlan::split_n).
+  // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
+  // are bound. Accumulation is a fused multiply-add (one rounding per step).
+  void render_gemm(const GemmPlan& p, std::string& out, int64_t* parallel_size) {
+    const int64_t M = range_size(p.m), N = range_size(p.n), K = range_size(p.k);
+    const std::string m = name_of(p.m), n = name_of(p.n), k = name_of(p.k);
+    auto line = [&](int depth, const std::string& text) { out += indent(depth) + text + "\n"; };
+    auto scratch = [&](const char* name, int64_t floats) {
+      line(1, fmt::format("static _Thread_local float {}[{}] __attribute__((aligned(64)));", name,
+                          floats));
+    };
+    scratch("pack_a", p.mc * p.kc);
+    scratch("pack_b", K * p.nc);
+    scratch("tile_c", p.mc * p.nc);
+    // This thread's rows [m_lo, m_hi) and columns [n_lo, n_hi).
+    const int64_t step = p.split_n ? p.nr : p.mr, size = p.split_n ? N : M;
+    *parallel_size = (size + step - 1) / step;
+    const std::string lo = fmt::format("start * {}", step),
+                      hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, size);
+    line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", p.split_n ? "0" : lo,
+                        p.split_n ? std::to_string(M) : hi));
+    line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", p.split_n ? lo : "0",
+                        p.split_n ? hi : std::to_string(N)));
+    int depth = 1;
+    for (const UOp& b : p.batch)
+      line(depth++,
+           fmt::format("for (int64_t {0} = 0; {0} < {1}; {0}++) {{", name_of(b), range_size(b)));
+    auto open = [&](const std::string& var, const std::string& lo, const std::string& hi,
+                    const std::string& step = "1") {
+      line(depth++,
+           fmt::format("for (int64_t {0} = {1}; {0} < {2}; {0} += {3}) {{", var, lo, hi, step));
+    };
+    auto open_unrolled = [&](const std::string& var, int64_t hi) {
+      out += kUnroll;
+      open(var, "0", std::to_string(hi));
+    };
+    auto close_to = [&](int to) {
+      while (depth > to) line(--depth, "}");
+    };
+    auto clamp = [&](const std::string& var, const std::string& rest, int64_t block) {
+      line(depth, fmt::format("const int64_t {0} = {1} < {2} ? {1} : {2};", var, rest, block));
+    };
+    // Packs `x` into panel[kk * width + w] for w < ws (zero up to width): the loops bind the
+    // kernel's ranges (`bind_w`, `bind_k`) and evaluate x's nodes once per element. The stores
+    // are contiguous (a strided read is a gather; a strided store would be a scatter).
+    auto pack = [&](const UOp& x, const std::string& panel, int64_t width, const std::string& ws,
+                    const std::string& ks, const std::string& bind_w, const std::string& bind_k) {
+      const int base = depth;
+      open("kk", "0", ks);
+      line(depth, bind_k);
+      open("w", "0", ws);
+      line(depth, bind_w);
+      Names names;
+      emit_nodes(needed(
+                     {x}, [](const UOp&) { return true; }, false),
+                 depth, out, names);
+      line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
+      close_to(depth - 1);
+      open("w", ws, std::to_string(width));
+      line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
+      close_to(base);
+    };
+
+    open("jc", "n_lo", "n_hi", std::to_string(p.nc));
+    clamp("nc", "n_hi - jc", p.nc);
+    open("jr", "0", "nc", std::to_string(p.nr));
+    clamp("nr", "nc - jr", p.nr);
+    line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
+    pack(p.b, "pb", p.nr, "nr", std::to_string(K),
+         fmt::format("const int64_t {} = jc + jr + w;", n),
+         fmt::format("const int64_t {} = kk;", k));
+    close_to(depth - 1);
+    open("ic", "m_lo", "m_hi", std::to_string(p.mc));
+    clamp("mc", "m_hi - ic", p.mc);
+    const int ic_depth = depth;
+    open("pc", "0", std::to_string(K), std::to_string(p.kc));
+    clamp("kc", fmt::format("{} - pc", K), p.kc);
+    open("ir", "0", "mc", std::to_string(p.mr));
+    clamp("mr", "mc - ir", p.mr);
+    line(depth, "float* restrict pa = pack_a + ir * kc;");
+    pack(p.a, "pa", p.mr, "mr", "kc", fmt::format("const int64_t {} = ic + ir + w;", m),
+         fmt::format("const int64_t {} = pc + kk;", k));
+    close_to(depth - 1);
+    // The micro kernel: mr x (nr / 16) vectors of accumulators.
+    const int64_t vecs = p.nr / 16;
+    open("jr", "0", "nc", std::to_string(p.nr));
+    open("ir", "0", "mc", std::to_string(p.mr));
+    line(depth, "const float* restrict ap = pack_a + ir * kc;");
+    line(depth, fmt::format("const float* restrict bp = pack_b + jr * {} + pc * {};", K, p.nr));
+    line(depth, fmt::format("float* restrict cp = tile_c + ir * {} + jr;", p.nc));
+    line(depth, fmt::format("vkg_f32x16 acc[{}][{}];", p.mr, vecs));
+    const int tile_depth = depth;
+    auto tile_loops = [&]() {
+      open_unrolled("i", p.mr);
+      open_unrolled("j", vecs);
+    };
+    const std::string c_vec = fmt::format("*(vkg_f32x16*)(cp + i * {} + j * 16)", p.nc);
+    tile_loops();
+    line(depth, fmt::format("acc[i][j] = pc == 0 ? (vkg_f32x16){{0}} : {};", c_vec));
+    close_to(tile_depth);
+    open("kk", "0", "kc");
+    tile_loops();
+    line(depth,
+         fmt::format("acc[i][j] = vkg_fma16(ap[kk * {} + i], *(const vkg_f32x16*)(bp + kk * {} + "
+                     "j * 16), acc[i][j]);",
+                     p.mr, p.nr));
+    close_to(tile_depth);
+    tile_loops();
+    line(depth, fmt::format("{} = acc[i][j];", c_vec));
+    close_to(ic_depth);
+    // The epilogue of the block.
+    open("i", "0", "mc");
+    open("j", "0", "nc");
+    line(depth, fmt::format("const int64_t {} = ic + i, {} = jc + j;", m, n));
+    line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
+    Names names{{p.reduce.get(), "red"}};
+    const UOp& st = ast_.src(0);
+    emit_nodes(needed(
+                   {st}, [](const UOp&) { return true; }, false),
+               depth, out, names);
+    out += store(st, names, depth);
+    close_to(1);
+  }
+
   std::string name_;
 };
 
 }  // namespace
 
-void render_c(const UOp& ast, const std::string& name, Program& p) {
-  CRenderer(ast, name).render(p);
+void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p) {
+  CRenderer(ast, name).render(p, gemm);
 }
 
 namespace {

@@ -28,10 +28,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // Every flag kernels are compiled with, in one place. No fast-math in any form (NaN and Inf are
-// IEEE, errno-setting libm calls stay as they are); no FMA contraction, so optimized and
-// unoptimized kernels round alike and match double-precision references the same way.
-constexpr std::array<std::string_view, 6> kFlags = {
-    "-O2", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-ffp-contract=off"};
+// IEEE, every libm call returns what libm returns); no FMA contraction, so a*b+c rounds twice
+// unless the kernel asks for a fused multiply-add itself (the GEMM micro kernel does). Kernels
+// never read errno, so libm calls need not set it (-fno-math-errno changes no value, and lets a
+// loop-invariant exp2 leave its loop and sqrt become a vector instruction). Full-width vectors
+// where the CPU has AVX-512 (compilers default to 256 bits there).
+constexpr std::array<std::string_view, 8> kFlags = {
+    "-O2",     "-march=native",        "-mprefer-vector-width=512", "-fPIC",
+    "-shared", "-fno-strict-aliasing", "-ffp-contract=off",         "-fno-math-errno"};
 // Link inputs, after the source file: generated kernels may call libm (sqrtf, expf, ...).
 constexpr std::string_view kLibs = "-lm";
 // Searched on PATH in this order when $CC is not set.

@@ -1,0 +1,141 @@
+// Matmul-like kernels rendered as packed, blocked GEMMs (codegen's plan_gemm and render_c): every
+// operand layout, ragged tile edges, k longer than one block, a batch, fused operands and a fused
+// epilogue, on the CPU against products computed in double precision.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <vkgrad/vkgrad.hpp>
+
+#include "codegen/pipeline.hpp"
+#include "sched/schedule.hpp"
+#include "tensor/tensor_impl.hpp"
+
+using namespace vkgrad;
+
+namespace {
+
+std::vector<float> random_floats(int64_t n, uint64_t seed) {
+  std::vector<float> out(static_cast<size_t>(n));
+  uint64_t s = seed;
+  for (float& x : out) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<float>(static_cast<double>(s >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+  return out;
+}
+
+// A row-major (rows, cols) matrix, or its transpose stored as (cols, rows) and viewed back.
+struct Matrix {
+  std::vector<float> values;  // row-major (rows, cols)
+  Tensor tensor;
+};
+Matrix matrix(int64_t rows, int64_t cols, bool stored_transposed, uint64_t seed) {
+  Matrix m{random_floats(rows * cols, seed), {}};
+  if (!stored_transposed) {
+    m.tensor = Tensor::from_vector(m.values, {rows, cols}, {}, "CPU");
+    return m;
+  }
+  std::vector<float> t(m.values.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      t[static_cast<size_t>(j * rows + i)] = m.values[static_cast<size_t>(i * cols + j)];
+  m.tensor = Tensor::from_vector(t, {cols, rows}, {}, "CPU").T();
+  return m;
+}
+
+std::vector<double> reference(const std::vector<float>& a, const std::vector<float>& b, int64_t m,
+                              int64_t k, int64_t n) {
+  std::vector<double> out(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        out[static_cast<size_t>(i * n + j)] +=
+            static_cast<double>(a[static_cast<size_t>(i * k + p)]) *
+            b[static_cast<size_t>(p * n + j)];
+  return out;
+}
+
+void expect_near(const Tensor& t, const std::vector<double>& want) {
+  const std::vector<float> got = t.to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << "element " << i;
+}
+
+// Every kernel of t's schedule rendered as C, as the CPU runtime would (optimized or not).
+std::string rendered(const Tensor& t, bool optimize) {
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
+  std::string out;
+  for (const ScheduleKernel& k : build_schedule(g.key).kernels)
+    out += codegen_c(k.ast, {.optimize = optimize}).source;
+  return out;
+}
+
+// 100 x 300 x 70: no tile divides m or n, and k spans two blocks of 256.
+constexpr int64_t M = 100, K = 300, N = 70;
+
+TEST(Gemm, EveryOperandLayout) {
+  for (const bool a_t : {false, true})
+    for (const bool b_t : {false, true}) {
+      SCOPED_TRACE(std::string(a_t ? "T" : "N") + (b_t ? "T" : "N"));
+      const Matrix a = matrix(M, K, a_t, 1), b = matrix(K, N, b_t, 2);
+      const Tensor c = a.tensor.matmul(b.tensor);
+      EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+      expect_near(c, reference(a.values, b.values, M, K, N));
+    }
+}
+
+TEST(Gemm, NooptKeepsThePlainLoops) {
+  const Matrix a = matrix(M, K, false, 1), b = matrix(K, N, false, 2);
+  EXPECT_EQ(rendered(a.tensor.matmul(b.tensor), false).find("pack_a"), std::string::npos);
+}
+
+TEST(Gemm, FusedOperandsAndEpilogue) {
+  // relu(relu(a) @ b^T + bias): the relu on a is packed, the bias and relu run on the block.
+  const Matrix a = matrix(M, K, false, 3), b = matrix(K, N, true, 4);
+  const std::vector<float> bias = random_floats(N, 5);
+  const Tensor c =
+      (a.tensor.relu().matmul(b.tensor) + Tensor::from_vector(bias, {N}, {}, "CPU")).relu();
+  std::vector<float> a_relu = a.values;
+  for (float& x : a_relu) x = x > 0 ? x : 0;
+  std::vector<double> want = reference(a_relu, b.values, M, K, N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double& w = want[static_cast<size_t>(i * N + j)];
+      w = std::max(0.0, w + bias[static_cast<size_t>(j)]);
+    }
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, want);
+}
+
+TEST(Gemm, Batched) {
+  constexpr int64_t B = 3, m = 40, k = 520, n = 64;
+  const std::vector<float> a = random_floats(B * m * k, 6), b = random_floats(B * k * n, 7);
+  const Tensor c = Tensor::from_vector(a, {B, m, k}, {}, "CPU")
+                       .matmul(Tensor::from_vector(b, {B, k, n}, {}, "CPU"));
+  std::vector<double> want;
+  for (int64_t i = 0; i < B; ++i) {
+    const auto part = [&](const std::vector<float>& v, int64_t size) {
+      return std::vector<float>(v.begin() + i * size, v.begin() + (i + 1) * size);
+    };
+    const std::vector<double> w = reference(part(a, m * k), part(b, k * n), m, k, n);
+    want.insert(want.end(), w.begin(), w.end());
+  }
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, want);
+}
+
+TEST(Gemm, BatchTimesMatrix) {
+  // (batch, m, k) @ (k, n): the batch is a's own axis, looped around the GEMM.
+  constexpr int64_t B = 2, m = 50, k = 300, n = 80;
+  const std::vector<float> a = random_floats(B * m * k, 8), b = random_floats(k * n, 9);
+  const Tensor c = Tensor::from_vector(a, {B, m, k}, {}, "CPU")
+                       .matmul(Tensor::from_vector(b, {k, n}, {}, "CPU"));
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a, b, B * m, k, n));
+}
+
+}  // namespace
