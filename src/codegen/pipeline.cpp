@@ -22,7 +22,7 @@ Program codegen_c(const UOp& ast, const CodegenOptions& options) {
   //    accumulators
   const std::optional<GemmPlan> gemm = options.optimize ? plan_gemm(k) : std::nullopt;
   if (options.optimize && !gemm) k = apply_optimizations(k);
-  p.name = kernel_name(k);                        // 3. E_/r_ name from the final axes
+  p.name = kernel_name(k);                          // 3. E_/r_ name from the final axes
   render_c(k, p.name, gemm ? &*gemm : nullptr, p);  // 4. linearize into loops and render C
   for (const UOp& u : toposort(k))
     if (u.op() == Ops::DEFINE_GLOBAL)

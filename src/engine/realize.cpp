@@ -168,6 +168,9 @@ struct CachedSchedule {
   UOp key;  // keeps the normalized graph (and so the cache key) alive
   Schedule schedule;
   std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  // Per kernel: the variables its compiled program reads (Program::vars), whose values each
+  // launch passes in that order (codegen may simplify a variable of the AST away).
+  std::vector<std::vector<std::string>> var_names;
   std::vector<void*> arena;  // per arena slot, allocated once and reused by every run
   Runtime* runtime = nullptr;
   std::mutex run_mu;  // one run at a time uses the arena
@@ -192,8 +195,12 @@ struct ScheduleCache {
       return std::hash<const void*>()(k.runtime) * 31 + std::hash<const void*>()(k.ast);
     }
   };
-  std::unordered_map<KernelKey, std::pair<UOp, std::shared_ptr<CompiledKernel>>, KernelKeyHash>
-      kernels;
+  struct Compiled {
+    UOp ast;  // keeps the key's node alive
+    std::shared_ptr<CompiledKernel> kernel;
+    std::vector<std::string> vars;
+  };
+  std::unordered_map<KernelKey, Compiled, KernelKeyHash> kernels;
   static ScheduleCache& get() {
     static ScheduleCache* c = new ScheduleCache();
     return *c;
@@ -228,10 +235,11 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   const CodegenOptions opts{.optimize = !noopt()};
   for (const ScheduleKernel& k : cs->schedule.kernels) {
     std::shared_ptr<CompiledKernel> ck;
+    std::vector<std::string> vars;
     {
       std::lock_guard lock(cache.mu);
       auto it = cache.kernels.find({cs->runtime, k.ast.get()});
-      if (it != cache.kernels.end()) ck = it->second.second;
+      if (it != cache.kernels.end()) ck = it->second.kernel, vars = it->second.vars;
     }
     if (!ck) {
       auto t1 = Clock::now();
@@ -244,14 +252,16 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
       ck = cs->runtime->compile(p);
       compile_ms += ms_since(t2);
       ++compiled;
+      for (const VarArg& v : p.vars) vars.push_back(v.name);
       std::lock_guard lock(cache.mu);
       cache.kernels.emplace(ScheduleCache::KernelKey{cs->runtime, k.ast.get()},
-                            std::make_pair(k.ast, ck));
+                            ScheduleCache::Compiled{k.ast, ck, vars});
     }
     if (debug_level() >= 3)
       std::fprintf(stderr, "  kernel %zu: %s, %zu buffers\n", cs->kernels.size(), ck->name.c_str(),
                    k.buffers.size());
     cs->kernels.push_back(std::move(ck));
+    cs->var_names.push_back(std::move(vars));
   }
   for (int64_t bytes : cs->schedule.arena_slot_bytes)
     cs->arena.push_back(cs->runtime->alloc(static_cast<size_t>(bytes)));
@@ -398,15 +408,14 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
   for (size_t k = 0; k < sched.kernels.size(); ++k) {
     KernelLaunch l{cs->kernels[k].get(), {}, {}};
     for (int b : sched.kernels[k].buffers) l.buffers.push_back(handles[b]);
-    for (const VarArg& v : sched.kernels[k].vars) {
-      auto it = g.vars.find(v.name);
+    for (const std::string& v : cs->var_names[k]) {
+      auto it = g.vars.find(v);
       if (it == g.vars.end())
-        throw InternalError(
-            fmt::format("realize: kernel {} reads the variable {}, which is not bound",
-                        launches.size(), v.name));
+        throw InternalError(fmt::format(
+            "realize: kernel {} reads the variable {}, which is not bound", launches.size(), v));
       l.vars.push_back(it->second);
-      var_names[k].push_back(v.name);
     }
+    var_names[k] = cs->var_names[k];
     launches.push_back(std::move(l));
   }
   std::vector<double> seconds;

@@ -217,7 +217,15 @@ LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
     if (u.op() == Ops::DEFINE_GLOBAL && u.arg_as<int64_t>() > 0)
       sizeless.emplace(u, UOp::define_global(u.dtype().base().ptr(), u.arg_as<int64_t>()));
   }
-  if (symbolic) ast = substitute(ast, sizeless);
+  if (symbolic) {
+    ast = substitute(ast, sizeless);
+    std::unordered_map<UOp, UOp, UOpHash> retyped;  // INDEX takes its buffer's pointer type
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL &&
+          u.dtype() != u.src(0).dtype())
+        retyped.emplace(u, u.replace(Ops::INDEX, u.src(0).dtype(), u.src(), u.arg()));
+    ast = substitute(ast, retyped);
+  }
   return {std::move(ast), std::move(ctx.inputs)};
 }
 

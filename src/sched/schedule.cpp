@@ -170,10 +170,6 @@ Schedule build_schedule(const UOp& key) {
     k.buffers.push_back(buffer_of.at(r.get()));
     for (const UOp& in : lk.inputs) k.buffers.push_back(buffer_of.at(in.get()));
     k.global_shape = shapes(r);
-    for (const UOp& u : toposort(k.ast))
-      if (u.op() == Ops::DEFINE_VAR) k.vars.push_back(u.arg_as<VarArg>());
-    std::sort(k.vars.begin(), k.vars.end(),
-              [](const VarArg& a, const VarArg& b) { return a.name < b.name; });
     sched.kernels.push_back(std::move(k));
   }
 

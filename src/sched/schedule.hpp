@@ -43,7 +43,6 @@ struct ScheduleKernel {
   UOp ast;
   std::vector<int> buffers;  // slot -> index into Schedule::buffers
   Shape global_shape;        // the output's shape (symbolic dimensions: lazy.hpp)
-  std::vector<VarArg> vars;  // the DEFINE_VARs its AST reads, sorted by name
 };
 
 struct Schedule {
