@@ -186,4 +186,29 @@ class Launcher {
   const Case& case_;
 };
 
+// Every case launched once per value of kValues, each result checked.
+inline void expect_every_case_for_every_value(Runtime& rt) {
+  for (const Case& c : all_cases()) {
+    Launcher l(rt, c);
+    for (int64_t n : kValues) {
+      const KernelLaunch launch = l.launch({n});
+      rt.run({&launch, 1}, nullptr);
+      l.expect_output(n);
+    }
+  }
+}
+
+// n = 0 is a value like any other: an elementwise kernel writes nothing (its output keeps the
+// NaNs it was filled with), a sum gives 0.
+inline void expect_zero_sized_launches(Runtime& rt) {
+  const Case e = elementwise(0), s = sum(0);
+  Launcher le(rt, e), ls(rt, s);
+  const std::vector<KernelLaunch> launches{le.launch({0}), ls.launch({0})};
+  rt.run(launches, nullptr);
+  float first = 0;
+  rt.copy_out(&first, le.buffers[0], sizeof first);
+  EXPECT_TRUE(std::isnan(first));
+  ls.expect_output(0);
+}
+
 }  // namespace vkgrad::symbolic_kernels

@@ -15,16 +15,7 @@ namespace {
 using namespace symbolic_kernels;
 using ::testing::HasSubstr;
 
-TEST_F(VulkanTest, SymbolicKernelsRunForEveryValue) {
-  for (const Case& c : all_cases()) {
-    Launcher l(*rt, c);
-    for (int64_t n : kValues) {
-      const KernelLaunch launch = l.launch({n});
-      rt->run({&launch, 1}, nullptr);
-      l.expect_output(n);
-    }
-  }
-}
+TEST_F(VulkanTest, SymbolicKernelsRunForEveryValue) { expect_every_case_for_every_value(*rt); }
 
 // A grid of several workgroups sized per launch: the elements past n stay untouched.
 TEST_F(VulkanTest, SymbolicGridStopsAtTheValue) {
@@ -61,17 +52,7 @@ TEST_F(VulkanTest, SymbolicGridSplitsIntoTwoDimensions) {
   }
 }
 
-// n = 0: an elementwise kernel writes nothing, a sum gives 0.
-TEST_F(VulkanTest, SymbolicZeroIsAValueLikeAnyOther) {
-  const Case e = elementwise(0), s = sum(0);
-  Launcher le(*rt, e), ls(*rt, s);
-  const std::vector<KernelLaunch> launches{le.launch({0}), ls.launch({0})};
-  rt->run(launches, nullptr);
-  float first = 0;
-  rt->copy_out(&first, le.buffers[0], sizeof first);
-  EXPECT_TRUE(std::isnan(first));
-  ls.expect_output(0);
-}
+TEST_F(VulkanTest, SymbolicZeroIsAValueLikeAnyOther) { expect_zero_sized_launches(*rt); }
 
 TEST_F(VulkanTest, SymbolicGraphReplaysWithOtherValues) {
   const std::vector<Case> cases = all_cases();
