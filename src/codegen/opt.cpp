@@ -177,11 +177,11 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast) {
   }
   const int64_t M = range_size(p.m), N = range_size(p.n), K = range_size(p.k);
   // B is packed for all of k at once: at least one strip of nr columns must fit the budget.
-  if (M < 4 || N < kGemmNr || K * kGemmNr > kGemmPanelFloats || M * N > (int64_t{1} << 40) / K ||
+  if (M < 4 || N < 8 || K * kGemmNr > kGemmPanelFloats || M * N > (int64_t{1} << 40) / K ||
       M * N * K < kGemmMinWork)
     return std::nullopt;
   p.mr = std::min(M, kGemmMr);
-  p.nr = kGemmNr;
+  p.nr = N < kGemmNr ? 16 : kGemmNr;  // a narrow output (a classifier's 10 columns): one vector
   p.mc = kGemmMc / p.mr * p.mr;
   const int64_t k_blocks = (K + kGemmKc - 1) / kGemmKc;
   p.kc = (K + k_blocks - 1) / k_blocks;  // k in even blocks of at most kGemmKc

@@ -88,6 +88,24 @@ TEST(Gemm, EveryOperandLayout) {
     }
 }
 
+TEST(Gemm, NarrowOutput) {
+  // Ten columns (a classifier's): one vector of 16 per row, six of its lanes padding.
+  constexpr int64_t m = 300, k = 520, n = 10;
+  const Matrix a = matrix(m, k, false, 10), b = matrix(k, n, true, 11);
+  const Tensor c = a.tensor.matmul(b.tensor);
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a.values, b.values, m, k, n));
+}
+
+TEST(Gemm, SeveralColumnBlocks) {
+  // More columns than one packed block of B holds (1024): A is packed again for the second.
+  constexpr int64_t m = 16, k = 64, n = 1100;
+  const Matrix a = matrix(m, k, false, 12), b = matrix(k, n, false, 13);
+  const Tensor c = a.tensor.matmul(b.tensor);
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a.values, b.values, m, k, n));
+}
+
 TEST(Gemm, NooptKeepsThePlainLoops) {
   const Matrix a = matrix(M, K, false, 1), b = matrix(K, N, false, 2);
   EXPECT_EQ(rendered(a.tensor.matmul(b.tensor), false).find("pack_a"), std::string::npos);
