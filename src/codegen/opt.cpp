@@ -222,12 +222,11 @@ UOp apply_optimizations(const UOp& ast) {
     // the loads run along it and not along the reduction (a column sum: vector loads instead of
     // one cache line per element), else split ones for the innermost reduction.
     if (upcasted == 1) {
-      const UOp& r = info.reduces.back();
       const bool columns = !info.globals.empty() && contiguous_along(info, info.globals.back()) &&
-                           !contiguous_along(info, r);
-      if (const int64_t f = pick_factor(range_size(columns ? info.globals.back() : r), {32, 16, 8});
-          f > 1)
-        split(columns ? info.globals.back() : r, f, columns ? AxisType::upcast : AxisType::unroll);
+                           !contiguous_along(info, info.reduces.back());
+      const UOp& axis = columns ? info.globals.back() : info.reduces.back();
+      if (const int64_t f = pick_factor(range_size(axis), {32, 16, 8}); f > 1)
+        split(axis, f, columns ? AxisType::upcast : AxisType::unroll);
     }
   }
   // Elementwise kernels are left as plain loops: the C compiler's loop vectorizer handles their

@@ -21,10 +21,10 @@ struct GemmPlan {
   UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
   UOp a, b;                // the operands
   UOp m, n, k;             // output rows, output columns (the innermost output axis), reduce
-  std::vector<UOp> batch;  // the other output ranges (loops inside each thread's rows)
+  std::vector<UOp> batch;  // the other output ranges (loops around each thread's share)
   int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
   int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
-  int64_t nc = 0;          // B block packed at a time: all of k x nc columns (L2)
+  int64_t nc = 0;          // B block packed at a time: all of k x nc columns (up to 4 MiB)
   bool split_n = false;    // threads split the columns (each packs all of A), else the rows
 };
 
