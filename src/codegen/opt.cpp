@@ -134,6 +134,8 @@ constexpr int64_t kGemmMr = 12, kGemmNr = 32, kGemmMc = 96, kGemmKc = 256;
 constexpr int64_t kGemmPanelFloats = int64_t{1} << 20, kGemmMaxNc = 1024;
 // Below this many multiply-adds the plain register tile is as fast and compiles quicker.
 constexpr int64_t kGemmMinWork = int64_t{1} << 20;
+// A batch this long is split across threads (a few CPUs, each given several batch elements).
+constexpr int64_t kGemmMinSplitBatch = 8;
 
 }  // namespace
 
@@ -143,15 +145,13 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast) {
     if (u.op() == Ops::REDUCE) reduces.push_back(u);
   if (reduces.size() != 1) return std::nullopt;
   const UOp& r = reduces[0];
-  if (r.arg_as<Ops>() != Ops::ADD || r.dtype() != dtypes::float32 || r.src().size() != 2 ||
-      r.src(0).op() != Ops::MUL)
+  if (r.arg_as<Ops>() != Ops::ADD || r.dtype() != dtypes::float32 || r.src(0).op() != Ops::MUL)
     return std::nullopt;
   RangeInfo info = collect(ast);
-  if (info.reduces.size() != 1) return std::nullopt;
   for (const UOp& x : toposort(ast))
     if (x.op() == Ops::RANGE && range_size(x) < 1) return std::nullopt;
   GemmPlan p;
-  p.reduce = r, p.a = r.src(0).src(0), p.b = r.src(0).src(1), p.k = info.reduces[0];
+  p.reduce = r, p.a = r.src(0).src(0), p.b = r.src(0).src(1), p.k = info.reduces;
   std::vector<UOp> only_a, only_b;
   for (const UOp& g : info.globals) {
     const bool in_a = mentions(p.a, g), in_b = mentions(p.b, g);
@@ -177,20 +177,23 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast) {
     std::swap(p.m, p.n);
     std::swap(p.a, p.b);
   }
-  const int64_t M = range_size(p.m), N = range_size(p.n), K = range_size(p.k);
+  const int64_t M = range_size(p.m), N = range_size(p.n), K = prod_sizes(p.k);
   // B is packed for all of k at once: at least one strip of nr columns must fit the budget.
-  if (M < 4 || N < kGemmNr || K * kGemmNr > kGemmPanelFloats || M * N > (int64_t{1} << 40) / K ||
+  if (M < 4 || N < 8 || K * kGemmNr > kGemmPanelFloats || M * N > (int64_t{1} << 40) / K ||
       M * N * K < kGemmMinWork)
     return std::nullopt;
   p.mr = std::min(M, kGemmMr);
-  p.nr = kGemmNr;
+  p.nr = N < kGemmNr ? 16 : kGemmNr;  // a narrow output (a classifier's 10 columns): one vector
   p.mc = kGemmMc / p.mr * p.mr;
   const int64_t k_blocks = (K + kGemmKc - 1) / kGemmKc;
   p.kc = (K + k_blocks - 1) / k_blocks;  // k in even blocks of at most kGemmKc
   const int64_t n_pad = (N + p.nr - 1) / p.nr * p.nr;
   p.nc = std::min({n_pad, kGemmMaxNc, std::max(p.nr, kGemmPanelFloats / K / p.nr * p.nr)});
-  // Each thread packs all of the operand along the axis it does not split: duplicate the smaller.
-  p.split_n = M <= N;
+  // A long batch is split: nothing is packed twice. Otherwise each thread packs all of the
+  // operand along the axis it does not split: the smaller one.
+  p.split = !p.batch.empty() && range_size(p.batch[0]) >= kGemmMinSplitBatch ? GemmSplit::batch
+            : M <= N                                                         ? GemmSplit::columns
+                                                                             : GemmSplit::rows;
   return p;
 }
 
@@ -224,12 +227,11 @@ UOp apply_optimizations(const UOp& ast) {
     // the loads run along it and not along the reduction (a column sum: vector loads instead of
     // one cache line per element), else split ones for the innermost reduction.
     if (upcasted == 1) {
-      const UOp& r = info.reduces.back();
       const bool columns = !info.globals.empty() && contiguous_along(info, info.globals.back()) &&
-                           !contiguous_along(info, r);
-      if (const int64_t f = pick_factor(range_size(columns ? info.globals.back() : r), {32, 16, 8});
-          f > 1)
-        split(columns ? info.globals.back() : r, f, columns ? AxisType::upcast : AxisType::unroll);
+                           !contiguous_along(info, info.reduces.back());
+      const UOp& axis = columns ? info.globals.back() : info.reduces.back();
+      if (const int64_t f = pick_factor(range_size(axis), {32, 16, 8}); f > 1)
+        split(axis, f, columns ? AxisType::upcast : AxisType::unroll);
     }
   }
   // Elementwise kernels are left as plain loops: the C compiler's loop vectorizer handles their

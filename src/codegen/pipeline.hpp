@@ -16,16 +16,20 @@ Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTa
 // A float32 matmul-like kernel that the CPU renders as a blocked GEMM on packed panels:
 //   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
 // (a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are
-// evaluated once per element while packing, so transposed and fused operands cost no more).
+// evaluated once per element while packing, so transposed and fused operands cost no more; k may
+// be several reduce ranges, as a convolution's channels and window, flattened into one).
+enum class GemmSplit { rows, columns, batch };  // what the threads split
 struct GemmPlan {
   UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
   UOp a, b;                // the operands
-  UOp m, n, k;             // output rows, output columns (the innermost output axis), reduce
-  std::vector<UOp> batch;  // the other output ranges (loops inside each thread's rows)
+  UOp m, n;                // output rows, output columns (the innermost output axis)
+  std::vector<UOp> k;      // the reduce ranges, outermost first
+  std::vector<UOp> batch;  // the other output ranges, outermost first
   int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
   int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
-  int64_t nc = 0;          // B block packed at a time: all of k x nc columns (L2)
-  bool split_n = false;    // threads split the columns (each packs all of A), else the rows
+  int64_t nc = 0;          // B block packed at a time: all of k x nc columns (up to 4 MiB)
+  // Rows: each thread packs all of B; columns: all of A; batch (the first batch range): neither.
+  GemmSplit split = GemmSplit::rows;
 };
 
 // The passes, exposed for tests.

@@ -357,12 +357,27 @@ class CRenderer : public Linearizer {
   //       pack A[ic block, pc block] into panels of mr rows
   //       for each nr strip, for each mr panel: mr x nr accumulators over kc, kept in tile_c
   //     epilogue and store of the ic x jc block from tile_c.
-  // The parallel axis is the strips of nr columns or the panels of mr rows (GemmPlan::split_n).
+  // The parallel axis is the panels of mr rows, the strips of nr columns or the first batch range
+  // (GemmPlan::split).
   // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
   // are bound. Accumulation is a fused multiply-add (one rounding per step).
   void render_gemm(const GemmPlan& p, std::string& out, int64_t* parallel_size) {
-    const int64_t M = range_size(p.m), N = range_size(p.n), K = range_size(p.k);
-    const std::string m = name_of(p.m), n = name_of(p.n), k = name_of(p.k);
+    const int64_t M = range_size(p.m), N = range_size(p.n);
+    const std::string m = name_of(p.m), n = name_of(p.n);
+    int64_t K = 1;
+    for (const UOp& r : p.k) K *= range_size(r);
+    // Declares the reduce ranges from their flattened index `flat` (the innermost varies fastest).
+    auto bind_k = [&](const std::string& flat) {
+      std::string decl;
+      int64_t stride = K;
+      for (const UOp& r : p.k) {
+        stride /= range_size(r);
+        std::string v = stride == 1 ? "(" + flat + ")" : fmt::format("({}) / {}", flat, stride);
+        if (r != p.k.front()) v = fmt::format("{} % {}", v, range_size(r));
+        decl += fmt::format("{}const int64_t {} = {};", decl.empty() ? "" : " ", name_of(r), v);
+      }
+      return decl;
+    };
     auto line = [&](int depth, const std::string& text) { out += indent(depth) + text + "\n"; };
     auto scratch = [&](const char* name, int64_t floats) {
       line(1, fmt::format("static _Thread_local float {}[{}] __attribute__((aligned(64)));", name,
@@ -371,19 +386,25 @@ class CRenderer : public Linearizer {
     scratch("pack_a", p.mc * p.kc);
     scratch("pack_b", K * p.nc);
     scratch("tile_c", p.mc * p.nc);
-    // This thread's rows [m_lo, m_hi) and columns [n_lo, n_hi).
-    const int64_t step = p.split_n ? p.nr : p.mr, size = p.split_n ? N : M;
+    // This thread's share: a slice of the first batch range, or rows [m_lo, m_hi) and columns
+    // [n_lo, n_hi).
+    const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
+    const int64_t step = by_columns ? p.nr : by_rows ? p.mr : 1;
+    const int64_t size = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
     *parallel_size = (size + step - 1) / step;
     const std::string lo = fmt::format("start * {}", step),
                       hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, size);
-    line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", p.split_n ? "0" : lo,
-                        p.split_n ? std::to_string(M) : hi));
-    line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", p.split_n ? lo : "0",
-                        p.split_n ? hi : std::to_string(N)));
+    line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", by_rows ? lo : "0",
+                        by_rows ? hi : std::to_string(M)));
+    line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", by_columns ? lo : "0",
+                        by_columns ? hi : std::to_string(N)));
     int depth = 1;
-    for (const UOp& b : p.batch)
+    for (const UOp& b : p.batch) {
+      const bool split = b == p.batch[0] && p.split == GemmSplit::batch;
       line(depth++,
-           fmt::format("for (int64_t {0} = 0; {0} < {1}; {0}++) {{", name_of(b), range_size(b)));
+           fmt::format("for (int64_t {0} = {1}; {0} < {2}; {0}++) {{", name_of(b),
+                       split ? "start" : "0", split ? "end" : std::to_string(range_size(b))));
+    }
     auto open = [&](const std::string& var, const std::string& lo, const std::string& hi,
                     const std::string& step = "1") {
       line(depth++,
@@ -426,8 +447,7 @@ class CRenderer : public Linearizer {
     clamp("nr", "nc - jr", p.nr);
     line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
     pack(p.b, "pb", p.nr, "nr", std::to_string(K),
-         fmt::format("const int64_t {} = jc + jr + w;", n),
-         fmt::format("const int64_t {} = kk;", k));
+         fmt::format("const int64_t {} = jc + jr + w;", n), bind_k("kk"));
     close_to(depth - 1);
     open("ic", "m_lo", "m_hi", std::to_string(p.mc));
     clamp("mc", "m_hi - ic", p.mc);
@@ -438,7 +458,7 @@ class CRenderer : public Linearizer {
     clamp("mr", "mc - ir", p.mr);
     line(depth, "float* restrict pa = pack_a + ir * kc;");
     pack(p.a, "pa", p.mr, "mr", "kc", fmt::format("const int64_t {} = ic + ir + w;", m),
-         fmt::format("const int64_t {} = pc + kk;", k));
+         bind_k("pc + kk"));
     close_to(depth - 1);
     // The micro kernel: mr x (nr / 16) vectors of accumulators.
     const int64_t vecs = p.nr / 16;

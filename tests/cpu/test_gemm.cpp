@@ -88,6 +88,55 @@ TEST(Gemm, EveryOperandLayout) {
     }
 }
 
+TEST(Gemm, NarrowOutput) {
+  // Ten columns (a classifier's): one vector of 16 per row, six of its lanes padding.
+  constexpr int64_t m = 300, k = 520, n = 10;
+  const Matrix a = matrix(m, k, false, 10), b = matrix(k, n, true, 11);
+  const Tensor c = a.tensor.matmul(b.tensor);
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a.values, b.values, m, k, n));
+}
+
+TEST(Gemm, SeveralColumnBlocks) {
+  // More columns than one packed block of B holds (1024): A is packed again for the second.
+  constexpr int64_t m = 16, k = 64, n = 1100;
+  const Matrix a = matrix(m, k, false, 12), b = matrix(k, n, false, 13);
+  const Tensor c = a.tensor.matmul(b.tensor);
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a.values, b.values, m, k, n));
+}
+
+TEST(Gemm, ConvolutionSplitsItsBatch) {
+  // A 3x3 convolution with padding 1: k is the channels and the window (64 x 3 x 3 flattened),
+  // the zero padding is packed, and the threads split the batch of 8 images.
+  constexpr int64_t B = 8, C = 64, O = 64, H = 32, W = 32;
+  const std::vector<float> x = random_floats(B * C * H * W, 14), w = random_floats(O * C * 9, 15);
+  const Tensor c = Tensor::from_vector(x, {B, C, H, W}, {}, "CPU")
+                       .conv2d(Tensor::from_vector(w, {O, C, 3, 3}, {}, "CPU"), {}, 1, 1);
+  std::vector<double> want(static_cast<size_t>(B * O * H * W), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t ky = 0; ky < 3; ++ky)
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            const double wv = w[static_cast<size_t>(((o * C + ch) * 3 + ky) * 3 + kx)];
+            for (int64_t y = 0; y < H; ++y) {
+              const int64_t iy = y + ky - 1;
+              if (iy < 0 || iy >= H) continue;
+              for (int64_t xx = 0; xx < W; ++xx) {
+                const int64_t ix = xx + kx - 1;
+                if (ix < 0 || ix >= W) continue;
+                want[static_cast<size_t>(((b * O + o) * H + y) * W + xx)] +=
+                    wv * x[static_cast<size_t>(((b * C + ch) * H + iy) * W + ix)];
+              }
+            }
+          }
+  const std::string src = rendered(c, true);
+  EXPECT_NE(src.find("pack_a"), std::string::npos);
+  EXPECT_NE(src.find("= start; gidx0 < end;"), std::string::npos) << src;
+  expect_near(c, want);
+}
+
 TEST(Gemm, NooptKeepsThePlainLoops) {
   const Matrix a = matrix(M, K, false, 1), b = matrix(K, N, false, 2);
   EXPECT_EQ(rendered(a.tensor.matmul(b.tensor), false).find("pack_a"), std::string::npos);
