@@ -152,32 +152,39 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast) {
     if (x.op() == Ops::RANGE && range_size(x) < 1) return std::nullopt;
   GemmPlan p;
   p.reduce = r, p.a = r.src(0).src(0), p.b = r.src(0).src(1), p.k = info.reduces;
-  std::vector<UOp> only_a, only_b;
-  for (const UOp& g : info.globals) {
-    const bool in_a = mentions(p.a, g), in_b = mentions(p.b, g);
-    if (in_a && !in_b)
-      only_a.push_back(g);
-    else if (in_b && !in_a)
-      only_b.push_back(g);
-    else
-      p.batch.push_back(g);
+  // Who reads each output range: 1 only a, 2 only b, 0 both or neither (a batch range). The
+  // columns are the innermost range one operand owns, with its neighbours that operand also owns;
+  // the rows are the innermost run the other operand owns, the same way (each run flattened: a
+  // convolution's output rows and columns, a batch of a's rows). The rest loop around the GEMM.
+  const int g = static_cast<int>(info.globals.size());
+  std::vector<int> owner(info.globals.size());
+  for (int i = 0; i < g; ++i) {
+    const bool in_a = mentions(p.a, info.globals[i]), in_b = mentions(p.b, info.globals[i]);
+    owner[i] = in_a == in_b ? 0 : in_a ? 1 : 2;
   }
-  if (only_a.empty() || only_b.empty()) return std::nullopt;
-  // The innermost axis each operand owns is the matrix's; the others loop around the GEMM (as in
-  // (batch, m, k) @ (k, n)).
-  p.m = only_a.back(), p.n = only_b.back();
-  only_a.pop_back(), only_b.pop_back();
-  p.batch.insert(p.batch.end(), only_a.begin(), only_a.end());
-  p.batch.insert(p.batch.end(), only_b.begin(), only_b.end());
-  std::sort(p.batch.begin(), p.batch.end(), [](const UOp& x, const UOp& y) {
-    return x.arg_as<AxisArg>().id < y.arg_as<AxisArg>().id;
-  });
-  // The columns are the inner of the two output axes (the contiguous one of a row-major output).
-  if (p.m.arg_as<AxisArg>().id > p.n.arg_as<AxisArg>().id) {
-    std::swap(p.m, p.n);
-    std::swap(p.a, p.b);
-  }
-  const int64_t M = range_size(p.m), N = range_size(p.n), K = prod_sizes(p.k);
+  auto innermost_owned_by = [&](int who, int below) {
+    for (int i = below - 1; i >= 0; --i)
+      if (owner[i] != 0 && (who == 0 || owner[i] == who)) return i;
+    return -1;
+  };
+  auto run_start = [&](int last) {
+    int first = last;
+    while (first > 0 && owner[first - 1] == owner[last]) --first;
+    return first;
+  };
+  const int n_last = innermost_owned_by(0, g);
+  if (n_last < 0) return std::nullopt;
+  const int n_first = run_start(n_last);
+  const int m_last = innermost_owned_by(3 - owner[n_last], n_first);
+  if (m_last < 0) return std::nullopt;
+  const int m_first = run_start(m_last);
+  for (int i = 0; i < g; ++i)
+    (i >= n_first && i <= n_last   ? p.n
+     : i >= m_first && i <= m_last ? p.m
+                                   : p.batch)
+        .push_back(info.globals[i]);
+  if (owner[n_last] == 1) std::swap(p.a, p.b);
+  const int64_t M = prod_sizes(p.m), N = prod_sizes(p.n), K = prod_sizes(p.k);
   // B is packed for all of k at once: at least one strip of nr columns must fit the budget.
   if (M < 4 || N < 8 || K * kGemmNr > kGemmPanelFloats || M * N > (int64_t{1} << 40) / K ||
       M * N * K < kGemmMinWork)

@@ -16,15 +16,16 @@ Program codegen_glsl(const UOp& ast, const CodegenOptions& options, const GlslTa
 // A float32 matmul-like kernel that the CPU renders as a blocked GEMM on packed panels:
 //   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
 // (a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are
-// evaluated once per element while packing, so transposed and fused operands cost no more; k may
-// be several reduce ranges, as a convolution's channels and window, flattened into one).
+// evaluated once per element while packing, so transposed and fused operands cost no more; m, n
+// and k may each be several ranges flattened into one, as a convolution's channels and window).
 enum class GemmSplit { rows, columns, batch };  // what the threads split
 struct GemmPlan {
   UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
   UOp a, b;                // the operands
-  UOp m, n;                // output rows, output columns (the innermost output axis)
-  std::vector<UOp> k;      // the reduce ranges, outermost first
-  std::vector<UOp> batch;  // the other output ranges, outermost first
+  std::vector<UOp> m, n;   // output rows, output columns (the innermost output ranges)
+  std::vector<UOp> k;      // the reduce ranges
+  std::vector<UOp> batch;  // the other output ranges (each list outermost first; m, n and k are
+                           // each flattened into one index)
   int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
   int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
   int64_t nc = 0;          // B block packed at a time: all of k x nc columns (up to 4 MiB)

@@ -362,18 +362,20 @@ class CRenderer : public Linearizer {
   // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
   // are bound. Accumulation is a fused multiply-add (one rounding per step).
   void render_gemm(const GemmPlan& p, std::string& out, int64_t* parallel_size) {
-    const int64_t M = range_size(p.m), N = range_size(p.n);
-    const std::string m = name_of(p.m), n = name_of(p.n);
-    int64_t K = 1;
-    for (const UOp& r : p.k) K *= range_size(r);
-    // Declares the reduce ranges from their flattened index `flat` (the innermost varies fastest).
-    auto bind_k = [&](const std::string& flat) {
+    auto size = [](const std::vector<UOp>& ranges) {
+      int64_t n = 1;
+      for (const UOp& r : ranges) n *= range_size(r);
+      return n;
+    };
+    const int64_t M = size(p.m), N = size(p.n), K = size(p.k);
+    // Declares `ranges` from their flattened index `flat` (the innermost varies fastest).
+    auto bind = [&](const std::vector<UOp>& ranges, const std::string& flat) {
       std::string decl;
-      int64_t stride = K;
-      for (const UOp& r : p.k) {
+      int64_t stride = size(ranges);
+      for (const UOp& r : ranges) {
         stride /= range_size(r);
         std::string v = stride == 1 ? "(" + flat + ")" : fmt::format("({}) / {}", flat, stride);
-        if (r != p.k.front()) v = fmt::format("{} % {}", v, range_size(r));
+        if (r != ranges.front()) v = fmt::format("{} % {}", v, range_size(r));
         decl += fmt::format("{}const int64_t {} = {};", decl.empty() ? "" : " ", name_of(r), v);
       }
       return decl;
@@ -390,10 +392,10 @@ class CRenderer : public Linearizer {
     // [n_lo, n_hi).
     const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
     const int64_t step = by_columns ? p.nr : by_rows ? p.mr : 1;
-    const int64_t size = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
-    *parallel_size = (size + step - 1) / step;
+    const int64_t share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
+    *parallel_size = (share + step - 1) / step;
     const std::string lo = fmt::format("start * {}", step),
-                      hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, size);
+                      hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, share);
     line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", by_rows ? lo : "0",
                         by_rows ? hi : std::to_string(M)));
     line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", by_columns ? lo : "0",
@@ -446,8 +448,7 @@ class CRenderer : public Linearizer {
     open("jr", "0", "nc", std::to_string(p.nr));
     clamp("nr", "nc - jr", p.nr);
     line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
-    pack(p.b, "pb", p.nr, "nr", std::to_string(K),
-         fmt::format("const int64_t {} = jc + jr + w;", n), bind_k("kk"));
+    pack(p.b, "pb", p.nr, "nr", std::to_string(K), bind(p.n, "jc + jr + w"), bind(p.k, "kk"));
     close_to(depth - 1);
     open("ic", "m_lo", "m_hi", std::to_string(p.mc));
     clamp("mc", "m_hi - ic", p.mc);
@@ -457,8 +458,7 @@ class CRenderer : public Linearizer {
     open("ir", "0", "mc", std::to_string(p.mr));
     clamp("mr", "mc - ir", p.mr);
     line(depth, "float* restrict pa = pack_a + ir * kc;");
-    pack(p.a, "pa", p.mr, "mr", "kc", fmt::format("const int64_t {} = ic + ir + w;", m),
-         bind_k("pc + kk"));
+    pack(p.a, "pa", p.mr, "mr", "kc", bind(p.m, "ic + ir + w"), bind(p.k, "pc + kk"));
     close_to(depth - 1);
     // The micro kernel: mr x (nr / 16) vectors of accumulators.
     const int64_t vecs = p.nr / 16;
@@ -490,7 +490,7 @@ class CRenderer : public Linearizer {
     // The epilogue of the block.
     open("i", "0", "mc");
     open("j", "0", "nc");
-    line(depth, fmt::format("const int64_t {} = ic + i, {} = jc + j;", m, n));
+    line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
     line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
     Names names{{p.reduce.get(), "red"}};
     const UOp& st = ast_.src(0);

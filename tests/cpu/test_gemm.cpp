@@ -107,8 +107,9 @@ TEST(Gemm, SeveralColumnBlocks) {
 }
 
 TEST(Gemm, ConvolutionSplitsItsBatch) {
-  // A 3x3 convolution with padding 1: k is the channels and the window (64 x 3 x 3 flattened),
-  // the zero padding is packed, and the threads split the batch of 8 images.
+  // A 3x3 convolution with padding 1: k is the channels and the window (64 x 3 x 3 flattened), the
+  // columns are the output's rows and columns (32 x 32), the zero padding is packed, and the
+  // threads split the batch of 8 images.
   constexpr int64_t B = 8, C = 64, O = 64, H = 32, W = 32;
   const std::vector<float> x = random_floats(B * C * H * W, 14), w = random_floats(O * C * 9, 15);
   const Tensor c = Tensor::from_vector(x, {B, C, H, W}, {}, "CPU")
@@ -178,7 +179,7 @@ TEST(Gemm, Batched) {
 }
 
 TEST(Gemm, BatchTimesMatrix) {
-  // (batch, m, k) @ (k, n): the batch is a's own axis, looped around the GEMM.
+  // (batch, m, k) @ (k, n): the batch is a's own axis, flattened with m into the rows.
   constexpr int64_t B = 2, m = 50, k = 300, n = 80;
   const std::vector<float> a = random_floats(B * m * k, 8), b = random_floats(k * n, 9);
   const Tensor c = Tensor::from_vector(a, {B, m, k}, {}, "CPU")
