@@ -18,6 +18,9 @@ struct Program {
   std::string source;         // the whole translation unit
   int64_t parallel_size = 1;  // trip count of the outermost global loop (split across threads)
   int num_buffers = 0;
+  // CPU programs: floats of 64-byte aligned scratch each thread needs (a GEMM's packed panels),
+  // passed as bufs[num_buffers]; 0 when none.
+  int64_t scratch_floats = 0;
   std::vector<UOp> uops;  // the optimized kernel AST's nodes, children first (DEBUG=5)
 
   // GPU programs (GLSL) only. The shader's workgroup size is baked into its source; a launch

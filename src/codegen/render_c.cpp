@@ -264,7 +264,7 @@ class CRenderer : public Linearizer {
     }
     if (vars_.empty()) body += "  (void)vars;\n";
     if (gemm) {  // plan_gemm plans only kernels of constant sizes
-      render_gemm(*gemm, body, &p.parallel_size);
+      render_gemm(*gemm, body, static_cast<int>(globals.size()), p);
       p.source = fmt::format(
           "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
           kPrelude, kGemmPrelude, name_, body);
@@ -361,7 +361,7 @@ class CRenderer : public Linearizer {
   // (GemmPlan::split).
   // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
   // are bound. Accumulation is a fused multiply-add (one rounding per step).
-  void render_gemm(const GemmPlan& p, std::string& out, int64_t* parallel_size) {
+  void render_gemm(const GemmPlan& p, std::string& out, int buffers, Program& program) {
     auto size = [](const std::vector<UOp>& ranges) {
       int64_t n = 1;
       for (const UOp& r : ranges) n *= range_size(r);
@@ -381,9 +381,13 @@ class CRenderer : public Linearizer {
       return decl;
     };
     auto line = [&](int depth, const std::string& text) { out += indent(depth) + text + "\n"; };
+    // The packed panels and the C tile live in the thread's scratch (the runtime's, 64-byte
+    // aligned, after the buffers): each part starts on a 64-byte boundary.
+    program.scratch_floats = 0;
     auto scratch = [&](const char* name, int64_t floats) {
-      line(1, fmt::format("static _Thread_local float {}[{}] __attribute__((aligned(64)));", name,
-                          floats));
+      line(1, fmt::format("float* restrict {} = (float*)bufs[{}] + {};", name, buffers,
+                          program.scratch_floats));
+      program.scratch_floats += (floats + 15) / 16 * 16;
     };
     scratch("pack_a", p.mc * p.kc);
     scratch("pack_b", K * p.nc);
@@ -393,7 +397,7 @@ class CRenderer : public Linearizer {
     const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
     const int64_t step = by_columns ? p.nr : by_rows ? p.mr : 1;
     const int64_t share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
-    *parallel_size = (share + step - 1) / step;
+    program.parallel_size = (share + step - 1) / step;
     const std::string lo = fmt::format("start * {}", step),
                       hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, share);
     line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", by_rows ? lo : "0",

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -36,7 +37,25 @@ class CpuKernel final : public CompiledKernel {
   std::vector<VarArg> vars;
   UOp launch_size;
   std::vector<UOp> symbolic_ends;
+  int64_t scratch_floats = 0;  // per thread, passed after the buffers (Program::scratch_floats)
 };
+
+// This thread's kernel scratch, 64-byte aligned, grown to the largest request and freed with
+// the thread.
+float* thread_scratch(int64_t floats) {
+  struct Scratch {
+    std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+    int64_t floats = 0;
+  };
+  thread_local Scratch s;
+  if (s.floats < floats) {
+    s.data.reset(static_cast<float*>(
+        std::aligned_alloc(64, static_cast<size_t>((floats + 15) / 16 * 16) * sizeof(float))));
+    if (!s.data) throw OutOfMemory(fmt::format("CPU: {} bytes of kernel scratch", floats * 4));
+    s.floats = floats;
+  }
+  return s.data.get();
+}
 
 // Saturating product (work is only compared with kParallelWork).
 int64_t times(int64_t work, int64_t n) {
@@ -120,6 +139,7 @@ class CpuRuntime final : public Runtime {
     k->parallel_size = p.parallel_size;
     k->vars = p.vars;
     k->launch_size = p.launch_size;
+    k->scratch_floats = p.scratch_floats;
     // Loop iterations of the whole kernel.
     k->work = 1;
     for (const UOp& u : p.uops) {
@@ -151,11 +171,18 @@ class CpuRuntime final : public Runtime {
         k.launch_size ? evaluate_size(k.launch_size, k.vars, l.vars) : k.parallel_size;
     int64_t work = k.work;
     for (const UOp& end : k.symbolic_ends) work = times(work, evaluate_size(end, k.vars, l.vars));
+    // A kernel with scratch gets this thread's after its buffers.
+    auto call = [&](int64_t b, int64_t e) {
+      if (k.scratch_floats == 0) return k.fn(bufs, vars, b, e);
+      std::vector<void*> with_scratch(l.buffers);
+      with_scratch.push_back(thread_scratch(k.scratch_floats));
+      k.fn(with_scratch.data(), vars, b, e);
+    };
     if (work < kParallelWork || size < 2 || pool.size() == 1) {
-      k.fn(bufs, vars, 0, size);
+      call(0, size);
     } else {
       const int64_t grain = std::max<int64_t>(1, size / (pool.size() * 4));
-      pool.parallel_for(size, grain, [&](int64_t b, int64_t e) { k.fn(bufs, vars, b, e); });
+      pool.parallel_for(size, grain, call);
     }
   }
 
