@@ -33,6 +33,16 @@ static inline uint16_t vkg_f2bf(float f) {
 }
 static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+static inline float vkg_exp2f(float x) {
+  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
+  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
+          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
+          + f * 1.5252733804059838e-05f))))));
+  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
+  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
+  return p * s1 * s2;
+}
 void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -87,6 +97,16 @@ static inline uint16_t vkg_f2bf(float f) {
 }
 static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+static inline float vkg_exp2f(float x) {
+  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
+  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
+          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
+          + f * 1.5252733804059838e-05f))))));
+  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
+  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
+  return p * s1 * s2;
+}
 void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -102,7 +122,7 @@ void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
       float v3 = data1[v2];
       float v4 = (v3 - v1);
       float v5 = (v4 * 0x1.715476p+0f);
-      float v6 = __builtin_exp2f(v5);
+      float v6 = vkg_exp2f(v5);
       acc0 = (acc0 + v6);
     }
     float red0;
@@ -146,6 +166,16 @@ static inline uint16_t vkg_f2bf(float f) {
 }
 static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+static inline float vkg_exp2f(float x) {
+  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
+  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
+          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
+          + f * 1.5252733804059838e-05f))))));
+  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
+  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
+  return p * s1 * s2;
+}
 void E_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -160,7 +190,7 @@ void E_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
       float v3 = data2[gidx0];
       float v4 = (v2 - v3);
       float v5 = (v4 * 0x1.715476p+0f);
-      float v6 = __builtin_exp2f(v5);
+      float v6 = vkg_exp2f(v5);
       float v7 = data3[gidx0];
       float v8 = (v6 / v7);
       data0[v1] = v8;
