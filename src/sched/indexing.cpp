@@ -75,7 +75,9 @@ UOp lower_index(const Match& m) {
   if ((*ctx.is_input)(n)) {
     auto [it, fresh] = ctx.slot_of.emplace(n.get(), static_cast<int>(ctx.inputs.size()) + 1);
     if (fresh) ctx.inputs.push_back(n);
-    const UOp g = UOp::define_global(n.dtype().ptr(lazy::prod_max(out_shape)), it->second);
+    // Sizeless: a kernel serves input buffers of every size its indices stay within (with
+    // symbolic dimensions, buffers of every bound size share one kernel).
+    const UOp g = UOp::define_global(n.dtype().ptr(), it->second);
     const UOp flat = flatten(idx, out_shape);
     return (valid == kTrue ? g.index(flat) : g.index(flat, valid)).load();
   }
@@ -208,24 +210,6 @@ LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
   const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod_max(shape)), 0);
   UOp ast = UOp::sink({out.index(flatten(idx, shape)).store(value)});
   ast = simplify(ast);
-  // A kernel with symbolic sizes serves buffers of every size: its inputs' sizes stay out of it
-  // (they are the sizes of the buffers at hand, not of the kernel).
-  std::unordered_map<UOp, UOp, UOpHash> sizeless;
-  bool symbolic = false;
-  for (const UOp& u : toposort(ast)) {
-    symbolic = symbolic || u.op() == Ops::DEFINE_VAR;
-    if (u.op() == Ops::DEFINE_GLOBAL && u.arg_as<int64_t>() > 0)
-      sizeless.emplace(u, UOp::define_global(u.dtype().base().ptr(), u.arg_as<int64_t>()));
-  }
-  if (symbolic) {
-    ast = substitute(ast, sizeless);
-    std::unordered_map<UOp, UOp, UOpHash> retyped;  // INDEX takes its buffer's pointer type
-    for (const UOp& u : toposort(ast))
-      if (u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_GLOBAL &&
-          u.dtype() != u.src(0).dtype())
-        retyped.emplace(u, u.replace(Ops::INDEX, u.src(0).dtype(), u.src(), u.arg()));
-    ast = substitute(ast, retyped);
-  }
   return {std::move(ast), std::move(ctx.inputs)};
 }
 

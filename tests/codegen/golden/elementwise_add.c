@@ -52,8 +52,8 @@ void E_25_4(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
     for (int64_t gidx1 = 0; gidx1 < 4; gidx1++) {
       int64_t v0 = (gidx0 * 4ll);
       int64_t v1 = (v0 + gidx1);
-      float v2 = data1[v1];
-      float v3 = data2[v1];
+      float v2 = data2[v1];
+      float v3 = data1[v1];
       float v4 = (v2 + v3);
       data0[v1] = v4;
     }

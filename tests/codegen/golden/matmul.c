@@ -67,14 +67,14 @@ void r_2_2_32_4_8(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
         for (int64_t uidx3 = 0; uidx3 < 4; uidx3++) {
 #pragma GCC unroll 64
           for (int64_t uidx4 = 0; uidx4 < 8; uidx4++) {
-            int64_t v4 = (v3 + ridx2);
-            int64_t v5 = (uidx3 * 32ll);
-            int64_t v6 = (v4 + v5);
-            float v7 = data1[v6];
-            int64_t v8 = (ridx2 * 16ll);
-            int64_t v9 = (v1 + v8);
-            int64_t v10 = (v9 + uidx4);
-            float v11 = data2[v10];
+            int64_t v4 = (ridx2 * 16ll);
+            int64_t v5 = (v1 + v4);
+            int64_t v6 = (v5 + uidx4);
+            float v7 = data2[v6];
+            int64_t v8 = (v3 + ridx2);
+            int64_t v9 = (uidx3 * 32ll);
+            int64_t v10 = (v8 + v9);
+            float v11 = data1[v10];
             float v12 = (v7 * v11);
             acc0[uidx3][uidx4] = (acc0[uidx3][uidx4] + v12);
           }

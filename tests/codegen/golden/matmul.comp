@@ -44,7 +44,7 @@ void main() {
       [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
         vec4 v3 = data2_v4[(((gidx1 * 2) + (ridx2 * 4)) + uidx4)];
         [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-          precise float v4 = (v2 * v3[uidx5]);
+          precise float v4 = (v3[uidx5] * v2);
           acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v4);
         }
       }
