@@ -78,16 +78,25 @@ int64_t prod_max(const Shape& s) {
   return n;
 }
 
+int64_t dim_value(int64_t d, const VarValues& values) {
+  if (!is_sym(d)) return d;
+  const VarArg& v = sym_var(d);
+  auto it = values.find(v.name);
+  if (it == values.end())
+    throw InternalError(fmt::format("the variable {} has no value here", v.name));
+  return it->second;
+}
+
 Shape concrete(const Shape& s, const VarValues& values) {
   Shape out = s;
-  for (int64_t& d : out) {
-    if (!is_sym(d)) continue;
-    const VarArg& v = sym_var(d);
-    auto it = values.find(v.name);
-    if (it == values.end())
-      throw InternalError(fmt::format("the variable {} has no value here", v.name));
-    d = it->second;
-  }
+  for (int64_t& d : out) d = dim_value(d, values);
+  return out;
+}
+
+VarValues values_at(const Shape& s, const Shape& sizes) {
+  VarValues out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (is_sym(s[i])) out[sym_var(s[i]).name] = sizes[i];
   return out;
 }
 
@@ -95,8 +104,7 @@ UOp reshape_bound(const UOp& x, const Shape& shape, const VarValues& values) {
   std::vector<UOp> src{x};
   for (int64_t d : shape) {
     if (!is_sym(d)) continue;
-    const VarArg& v = sym_var(d);
-    const UOp b = UOp::variable(v.name, v.min, v.max).bind(concrete({d}, values)[0]);
+    const UOp b = dim_uop(d).bind(dim_value(d, values));
     if (std::find(src.begin(), src.end(), b) == src.end()) src.push_back(b);
   }
   return UOp::make(Ops::RESHAPE, x.dtype(), std::move(src), tuple(shape));

@@ -76,7 +76,10 @@ bool has_sym(const Shape& s);
 UOp dim_uop(int64_t d);            // CONST or DEFINE_VAR, of dtype index
 int64_t dim_max(int64_t d);        // the dimension at its variable's maximum
 int64_t prod_max(const Shape& s);  // the element count at the variables' maxima
-Shape concrete(const Shape& s, const VarValues& values);  // InternalError when one is unbound
+int64_t dim_value(int64_t d, const VarValues& values);    // InternalError when unbound
+Shape concrete(const Shape& s, const VarValues& values);  // every dimension's dim_value
+// The values a symbolic shape's variables take when its dimensions have `sizes`.
+VarValues values_at(const Shape& s, const Shape& sizes);
 // RESHAPE of x to `shape`, binding the variables it names to `values`.
 UOp reshape_bound(const UOp& x, const Shape& shape, const VarValues& values);
 // The variables bound anywhere in a graph (InternalError on two values for one variable).

@@ -63,8 +63,8 @@ enum class Broadcast : uint8_t { none, plain, into_reduce };
 
 bool worth_storing(const UOp& u, Broadcast how,
                    const std::unordered_set<const UOpNode*>& realized) {
-  if (how == Broadcast::none) return false;
-  if (!is_alu(u.op()) && u.op() != Ops::CAST && u.op() != Ops::BITCAST) return false;
+  auto computes = [](Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; };
+  if (how == Broadcast::none || !computes(u.op())) return false;
   int ops = 0;
   std::vector<UOp> stack{u};
   std::unordered_set<const UOpNode*> seen;
@@ -73,7 +73,7 @@ bool worth_storing(const UOp& u, Broadcast how,
     stack.pop_back();
     if (!seen.insert(n.get()).second) continue;
     if (n.get() != u.get() && (realized.count(n.get()) || n.op() == Ops::REDUCE_AXIS)) continue;
-    if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST) {
+    if (computes(n.op())) {
       if (is_unary(n.op()) && n.op() != Ops::NEG) return true;  // transcendental or sqrt
       if (n.op() == Ops::FDIV || n.op() == Ops::POW) return true;
       if (++ops >= 2 && how == Broadcast::into_reduce) return true;

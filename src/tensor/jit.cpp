@@ -199,11 +199,9 @@ std::unique_ptr<Capture> capture(const Jit::Function& fn, const std::vector<Tens
     c->carried.push_back({impl, a, b, b});
   }
   for (const Tensor& o : out) {
-    lazy::VarValues captured;
     const Shape& sym = tensor::sym_shape(o);
-    for (size_t i = 0; i < sym.size(); ++i)
-      if (lazy::is_sym(sym[i])) captured[lazy::sym_var(sym[i]).name] = o.shape()[i];
-    c->outputs.push_back({buffer_of(o), sym, std::move(captured), o.dtype(), o.device()});
+    c->outputs.push_back(
+        {buffer_of(o), sym, lazy::values_at(sym, o.shape()), o.dtype(), o.device()});
   }
   std::unordered_set<void*> external;
   for (const engine::RecordedRun& r : c->graph->runs())

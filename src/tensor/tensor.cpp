@@ -53,6 +53,10 @@ Shape broadcast_sym(std::span<const Tensor> ts, const Shape& shape) {
   return any ? out : Shape{};
 }
 
+Tensor dim_value(int64_t d, int64_t value, DType dtype, const std::string& device) {
+  return make(lazy::dim_uop(d).bind(value).cast(dtype), {}, dtype, device);
+}
+
 Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype) {
   double fixed = 1;
   std::optional<Tensor> vars;
@@ -62,9 +66,7 @@ Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype) {
       fixed *= static_cast<double>(d);
       continue;
     }
-    const VarArg& v = lazy::sym_var(d);
-    const Tensor value =
-        Tensor::variable(Variable(v.name, v.min, v.max).bind(t.shape()[a]), dtype, t.device());
+    const Tensor value = dim_value(d, t.shape()[a], dtype, t.device());
     vars = vars ? *vars * value : value;
   }
   const Tensor f = Tensor::scalar(fixed, dtype, t.device());
@@ -913,9 +915,7 @@ Tensor Tensor::symbolic(int axis, const Variable& v) const {
       throw ShapeError(fmt::format("symbolic: {} already stands for dimension {} of {}", v.name(),
                                    i, shape_str(shape())));
   sym[a] = d;
-  lazy::VarValues values;
-  for (int i = 0; i < ndim(); ++i)
-    if (lazy::is_sym(sym[i])) values[lazy::sym_var(sym[i]).name] = shape()[i];
+  const lazy::VarValues values = lazy::values_at(sym, shape());
   UOp u = impl()->uop;
   if (u.op() == Ops::RESHAPE && u.src().size() == 1) u = u.src(0);
   UOp node = lazy::reshape_bound(u, sym, values);
@@ -937,10 +937,8 @@ Tensor Tensor::variable(const Variable& v, std::optional<DType> dtype, const std
   if (!v.value())
     throw Error(fmt::format("Tensor::variable: {} is not bound to a value (use {}.bind(n))",
                             v.name(), v.name()));
-  const DType dt = dtype ? *dtype : dtypes::default_int;
-  lazy::sym_dim({v.name(), v.min(), v.max()});  // one name, one variable
-  const UOp node = UOp::variable(v.name(), v.min(), v.max()).bind(*v.value()).cast(dt);
-  return make(node, {}, dt, engine::canonical_device(device));
+  return tensor::dim_value(lazy::sym_dim({v.name(), v.min(), v.max()}), *v.value(),
+                           dtype ? *dtype : dtypes::default_int, engine::canonical_device(device));
 }
 
 Variable::Variable(std::string name, int64_t min, int64_t max)

@@ -51,6 +51,8 @@ const Shape& sym_shape(const Tensor& t);
 Tensor with_sym(Tensor t, Shape sym);
 // The symbolic shape a broadcast of tensors to `shape` has (their symbolic axes win).
 Shape broadcast_sym(std::span<const Tensor> ts, const Shape& shape);
+// The value of symbolic dimension d (sched/lazy.hpp), bound to `value`, as a 0-d tensor.
+Tensor dim_value(int64_t d, int64_t value, DType dtype, const std::string& device);
 // The number of elements over `axes` as a float32 0-d tensor (a variable's value where an axis
 // is symbolic).
 Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype);

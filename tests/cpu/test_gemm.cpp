@@ -74,6 +74,13 @@ std::string rendered(const Tensor& t, bool optimize) {
   return out;
 }
 
+// a x b (m x k by k x n) renders as a GEMM and matches the double reference.
+void expect_gemm(const Matrix& a, const Matrix& b, int64_t m, int64_t k, int64_t n) {
+  const Tensor c = a.tensor.matmul(b.tensor);
+  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+  expect_near(c, reference(a.values, b.values, m, k, n));
+}
+
 // 100 x 300 x 70: no tile divides m or n, and k spans two blocks of 256.
 constexpr int64_t M = 100, K = 300, N = 70;
 
@@ -81,29 +88,20 @@ TEST(Gemm, EveryOperandLayout) {
   for (const bool a_t : {false, true})
     for (const bool b_t : {false, true}) {
       SCOPED_TRACE(std::string(a_t ? "T" : "N") + (b_t ? "T" : "N"));
-      const Matrix a = matrix(M, K, a_t, 1), b = matrix(K, N, b_t, 2);
-      const Tensor c = a.tensor.matmul(b.tensor);
-      EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
-      expect_near(c, reference(a.values, b.values, M, K, N));
+      expect_gemm(matrix(M, K, a_t, 1), matrix(K, N, b_t, 2), M, K, N);
     }
 }
 
 TEST(Gemm, NarrowOutput) {
   // Ten columns (a classifier's): one vector of 16 per row, six of its lanes padding.
   constexpr int64_t m = 300, k = 520, n = 10;
-  const Matrix a = matrix(m, k, false, 10), b = matrix(k, n, true, 11);
-  const Tensor c = a.tensor.matmul(b.tensor);
-  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
-  expect_near(c, reference(a.values, b.values, m, k, n));
+  expect_gemm(matrix(m, k, false, 10), matrix(k, n, true, 11), m, k, n);
 }
 
 TEST(Gemm, SeveralColumnBlocks) {
   // More columns than one packed block of B holds (1024): A is packed again for the second.
   constexpr int64_t m = 16, k = 64, n = 1100;
-  const Matrix a = matrix(m, k, false, 12), b = matrix(k, n, false, 13);
-  const Tensor c = a.tensor.matmul(b.tensor);
-  EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
-  expect_near(c, reference(a.values, b.values, m, k, n));
+  expect_gemm(matrix(m, k, false, 12), matrix(k, n, false, 13), m, k, n);
 }
 
 TEST(Gemm, ConvolutionSplitsItsBatch) {
