@@ -144,5 +144,8 @@ Row dispatch_case(Suite& s, DispatchMode mode);
 Row cold_start_case(Suite& s);
 // mlp.cpp: one MLP training step (forward, backward, Adam), with or without vkgrad::Jit.
 Row mlp_step_case(Suite& s, bool jit);
+// models.cpp: a network's forward at batch 1 (resnet18, resnet50, mobilenetv2, bert_encoder),
+// plain or under vkgrad::Jit.
+Row model_case(Suite& s, const std::string& name, bool jit);
 
 }  // namespace vkgrad::bench

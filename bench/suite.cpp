@@ -747,6 +747,14 @@ const std::vector<Case>& cases() {
       {"cold_start_ms", "ms", cold_start_case},
       {"mlp_step_nojit", "ms", [](Suite& s) { return mlp_step_case(s, false); }},
       {"mlp_step_jit", "ms", [](Suite& s) { return mlp_step_case(s, true); }},
+      {"resnet18", "ms", [](Suite& s) { return model_case(s, "resnet18", false); }},
+      {"resnet18_jit", "ms", [](Suite& s) { return model_case(s, "resnet18", true); }},
+      {"resnet50", "ms", [](Suite& s) { return model_case(s, "resnet50", false); }},
+      {"resnet50_jit", "ms", [](Suite& s) { return model_case(s, "resnet50", true); }},
+      {"mobilenetv2", "ms", [](Suite& s) { return model_case(s, "mobilenetv2", false); }},
+      {"mobilenetv2_jit", "ms", [](Suite& s) { return model_case(s, "mobilenetv2", true); }},
+      {"bert_encoder", "ms", [](Suite& s) { return model_case(s, "bert_encoder", false); }},
+      {"bert_encoder_jit", "ms", [](Suite& s) { return model_case(s, "bert_encoder", true); }},
   };
   return all;
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace vkgrad {
 
@@ -24,6 +26,23 @@ struct RuntimeStats {
 };
 
 RuntimeStats runtime_stats();
+// Zeroes the counters and the kernel times below.
 void reset_runtime_stats();
+
+// Device time per compiled kernel, summed over the realizes that ran it while kernel timing was
+// on (Vulkan: timestamp queries; CPU: wall time of each launch). Jit replays run untimed. DEBUG>=1
+// times every realize too.
+struct KernelTime {
+  std::string name;    // the kernel's name, as Tensor::schedule() and DEBUG output give it
+  std::string device;  // "CPU", "VULKAN:0"
+  int64_t runs = 0;    // launches timed
+  double ms = 0;       // their total device time
+  double gflop = 0;    // their estimated work: floating-point and integer ops, in 1e9
+  double gbyte = 0;    // their estimated memory traffic (each buffer once per launch), in 1e9
+};
+void set_kernel_timing(bool on);
+bool kernel_timing();
+// Every kernel timed since the last reset, slowest (most total time) first.
+std::vector<KernelTime> kernel_times();
 
 }  // namespace vkgrad

@@ -3,11 +3,47 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <unordered_map>
 #include <vkgrad/error.hpp>
 
 #include "ir/interp.hpp"
 
 namespace vkgrad {
+
+Estimates estimate(const UOp& ast) {
+  // The ranges each node runs under: its own and its operands', minus those a REDUCE closes.
+  using Ranges = std::vector<UOp>;
+  std::unordered_map<const UOpNode*, Ranges> under;
+  auto add = [](Ranges& to, const Ranges& from) {
+    for (const UOp& r : from)
+      if (std::find(to.begin(), to.end(), r) == to.end()) to.push_back(r);
+  };
+  auto trips = [](const Ranges& rs) {
+    double n = 1;
+    for (const UOp& r : rs) n *= static_cast<double>(std::max<int64_t>(r.src(0).vmax(), 0));
+    return n;
+  };
+  Estimates e;
+  for (const UOp& u : toposort(ast)) {
+    Ranges mine;
+    if (u.op() == Ops::RANGE) mine.push_back(u);
+    for (const UOp& s : u.src()) add(mine, under.at(s.get()));
+    if ((is_alu(u.op()) && u.dtype() != dtypes::index) || u.op() == Ops::REDUCE)
+      e.ops += trips(mine);  // a REDUCE: one op per element reduced
+    if (u.op() == Ops::REDUCE)
+      for (size_t i = 1; i < u.src().size(); ++i) std::erase(mine, u.src(i));
+    if (u.op() == Ops::LOAD || u.op() == Ops::STORE) {
+      const UOp& idx = u.src(0).src(1);
+      const double span = static_cast<double>(idx.vmax() - idx.vmin() + 1);
+      const DType d = u.op() == Ops::LOAD ? u.dtype() : u.src(1).dtype();
+      e.bytes +=
+          std::min(span, trips(under.at(idx.get()))) * static_cast<double>(d.scalar().itemsize());
+    }
+    under.emplace(u.get(), std::move(mine));
+  }
+  return e;
+}
 
 void check_var_values(std::string_view kernel, std::span<const VarArg> vars,
                       std::span<const int64_t> values) {

@@ -13,6 +13,16 @@
 
 namespace vkgrad {
 
+// A kernel's work per launch, estimated from its AST at the variables' maxima (DEBUG=2's GFLOPS
+// and GB/s): every ALU op on values (not index math) times the trip count of the ranges it sits
+// in, and every buffer access once over the span of elements its index reaches (a matmul's
+// operand counts once, not once per output it feeds).
+struct Estimates {
+  double ops = 0;
+  double bytes = 0;
+};
+Estimates estimate(const UOp& ast);
+
 struct Program {
   std::string name;           // tinygrad-style: E_ (elementwise) or r_ (reduce) + axis sizes
   std::string source;         // the whole translation unit
@@ -38,6 +48,8 @@ struct Program {
   // by group_grid. parallel_size and groups then hold the size at the variables' maxima.
   std::vector<VarArg> vars;
   UOp launch_size;  // null when the launch size is constant
+
+  Estimates estimates;
 };
 
 // A launch's variable values checked against the kernel's variables: as many, each within its

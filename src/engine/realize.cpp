@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,7 +172,8 @@ struct CachedSchedule {
   // Per kernel: the variables its compiled program reads (Program::vars), whose values each
   // launch passes in that order (codegen may simplify a variable of the AST away).
   std::vector<std::vector<std::string>> var_names;
-  std::vector<void*> arena;  // per arena slot, allocated once and reused by every run
+  std::vector<Estimates> estimates;  // per kernel (DEBUG=2, kernel_times())
+  std::vector<void*> arena;          // per arena slot, allocated once and reused by every run
   Runtime* runtime = nullptr;
   std::mutex run_mu;  // one run at a time uses the arena
   ~CachedSchedule() {
@@ -199,6 +201,7 @@ struct ScheduleCache {
     UOp ast;  // keeps the key's node alive
     std::shared_ptr<CompiledKernel> kernel;
     std::vector<std::string> vars;
+    Estimates estimates;
   };
   std::unordered_map<KernelKey, Compiled, KernelKeyHash> kernels;
   static ScheduleCache& get() {
@@ -236,10 +239,12 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   for (const ScheduleKernel& k : cs->schedule.kernels) {
     std::shared_ptr<CompiledKernel> ck;
     std::vector<std::string> vars;
+    Estimates est;
     {
       std::lock_guard lock(cache.mu);
       auto it = cache.kernels.find({cs->runtime, k.ast.get()});
-      if (it != cache.kernels.end()) ck = it->second.kernel, vars = it->second.vars;
+      if (it != cache.kernels.end())
+        ck = it->second.kernel, vars = it->second.vars, est = it->second.estimates;
     }
     if (!ck) {
       auto t1 = Clock::now();
@@ -253,15 +258,17 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
       compile_ms += ms_since(t2);
       ++compiled;
       for (const VarArg& v : p.vars) vars.push_back(v.name);
+      est = p.estimates;
       std::lock_guard lock(cache.mu);
       cache.kernels.emplace(ScheduleCache::KernelKey{cs->runtime, k.ast.get()},
-                            ScheduleCache::Compiled{k.ast, ck, vars});
+                            ScheduleCache::Compiled{k.ast, ck, vars, est});
     }
     if (debug_level() >= 3)
       std::fprintf(stderr, "  kernel %zu: %s, %zu buffers\n", cs->kernels.size(), ck->name.c_str(),
                    k.buffers.size());
     cs->kernels.push_back(std::move(ck));
     cs->var_names.push_back(std::move(vars));
+    cs->estimates.push_back(est);
   }
   for (int64_t bytes : cs->schedule.arena_slot_bytes)
     cs->arena.push_back(cs->runtime->alloc(static_cast<size_t>(bytes)));
@@ -280,6 +287,59 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
 }
 
 thread_local std::vector<RecordedRun>* t_recorder = nullptr;
+
+// ---- kernel times
+// ---------------------------------------------------------------------------------
+std::atomic<bool> g_kernel_timing{false};
+struct KernelTotals {
+  std::mutex mu;
+  std::map<const CompiledKernel*, KernelTime> by_kernel;
+  // The kernels are held so that no other kernel reuses an address that keys a total.
+  std::vector<std::shared_ptr<CompiledKernel>> held;
+  static KernelTotals& get() {
+    static KernelTotals* t = new KernelTotals();
+    return *t;
+  }
+};
+
+std::string rate(double amount, double ms, const char* unit) {
+  return ms > 0 && amount > 0 ? fmt::format("{:8.2f} {}", amount / ms * 1e-6, unit) : "";
+}
+
+// Adds one realize's kernel times to the totals and, at DEBUG>=2, prints them as a table.
+void record_times(const CachedSchedule& cs, const std::string& device,
+                  const std::vector<double>& seconds) {
+  double total = 0;
+  for (double t : seconds) total += t;
+  if (g_kernel_timing) {
+    KernelTotals& kt = KernelTotals::get();
+    std::lock_guard lock(kt.mu);
+    for (size_t k = 0; k < seconds.size(); ++k) {
+      auto [it, fresh] = kt.by_kernel.try_emplace(cs.kernels[k].get());
+      KernelTime& t = it->second;
+      if (fresh) {
+        t.name = cs.kernels[k]->name, t.device = cs.runtime->name();
+        kt.held.push_back(cs.kernels[k]);
+      }
+      ++t.runs;
+      t.ms += seconds[k] * 1e3;
+      t.gflop += cs.estimates[k].ops * 1e-9;
+      t.gbyte += cs.estimates[k].bytes * 1e-9;
+    }
+  }
+  if (debug_level() < 2 || seconds.empty()) return;
+  std::fprintf(stderr, "*** %s: %zu kernels, %.3f ms of device time\n", device.c_str(),
+               seconds.size(), total * 1e3);
+  std::fprintf(stderr, "    %-32s %10s %6s %15s %13s\n", "kernel", "ms", "share", "compute",
+               "memory");
+  for (size_t k = 0; k < seconds.size(); ++k) {
+    const double ms = seconds[k] * 1e3;
+    std::fprintf(stderr, "    %-32s %10.3f %5.1f%% %15s %13s\n", cs.kernels[k]->name.c_str(), ms,
+                 total > 0 ? 100 * seconds[k] / total : 0.0,
+                 rate(cs.estimates[k].ops, ms, "GFLOPS").c_str(),
+                 rate(cs.estimates[k].bytes, ms, "GB/s").c_str());
+  }
+}
 
 }  // namespace
 
@@ -419,15 +479,17 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     launches.push_back(std::move(l));
   }
   std::vector<double> seconds;
+  const bool timed = debug_level() >= 1 || g_kernel_timing;
   {
     std::lock_guard run(cs->run_mu);
-    cs->runtime->run(launches, debug_level() >= 1 ? &seconds : nullptr);
+    cs->runtime->run(launches, timed ? &seconds : nullptr);
   }
   const double run_ms = ms_since(t1);
-  if (debug_level() >= 1)
+  if (debug_level() == 1)
     for (size_t k = 0; k < seconds.size(); ++k)
       std::fprintf(stderr, "*** %-6s %4zu %-24s %3zu bufs  %9.3f ms\n", device.c_str(), k,
                    launches[k].kernel->name.c_str(), launches[k].buffers.size(), seconds[k] * 1e3);
+  if (timed) record_times(*cs, device, seconds);
   {
     std::lock_guard s(g_stats_mu);
     ++g_stats.realizes;
@@ -546,9 +608,30 @@ RuntimeStats runtime_stats() {
   return s;
 }
 void reset_runtime_stats() {
-  std::lock_guard lock(engine::g_stats_mu);
-  engine::g_stats = {};
-  engine::g_validation_base = vk::validation_messages();
+  {
+    std::lock_guard lock(engine::g_stats_mu);
+    engine::g_stats = {};
+    engine::g_validation_base = vk::validation_messages();
+  }
+  engine::KernelTotals& kt = engine::KernelTotals::get();
+  std::lock_guard lock(kt.mu);
+  kt.by_kernel.clear();
+  kt.held.clear();
+}
+
+void set_kernel_timing(bool on) { engine::g_kernel_timing = on; }
+bool kernel_timing() { return engine::g_kernel_timing; }
+
+std::vector<KernelTime> kernel_times() {
+  engine::KernelTotals& kt = engine::KernelTotals::get();
+  std::vector<KernelTime> out;
+  {
+    std::lock_guard lock(kt.mu);
+    for (const auto& [k, t] : kt.by_kernel) out.push_back(t);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.ms > b.ms; });
+  return out;
 }
 
 }  // namespace vkgrad

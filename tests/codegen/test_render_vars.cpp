@@ -86,7 +86,7 @@ TEST(RenderVars, NamesBecomeIdentifiers) {
 
 TEST(RenderVars, CLoopsReadTheVariable) {
   const Program p = codegen_c(row_sums().ast, {});
-  EXPECT_EQ(p.name, "r_n_2_8");  // the constant reduction is still split into accumulators
+  EXPECT_EQ(p.name, "r_n_16");  // named by the scheduled axes
   EXPECT_TRUE(contains(p.source, "const int64_t var_n = vars[0];")) << p.source;
   EXPECT_FALSE(contains(p.source, "(void)vars;")) << p.source;
   EXPECT_EQ(p.parallel_size, kMax);

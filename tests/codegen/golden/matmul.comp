@@ -24,7 +24,7 @@ layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { float data2[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v4[]; };
 #endif
-// r_2_32_8_2_4
+// r_8_16_32
 void main() {
   int gid = int(gl_WorkGroupID.x) * 2 + int(gl_LocalInvocationID.x);
   int gidx1 = gid;

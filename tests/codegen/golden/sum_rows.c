@@ -43,7 +43,7 @@ static inline float vkg_exp2f(float x) {
   float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
   return p * s1 * s2;
 }
-void r_16_2_16(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
+void r_16_32(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
   (void)vars;

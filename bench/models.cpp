@@ -1,0 +1,110 @@
+// bench: whole networks at batch 1 (examples/models: ResNet-18, ResNet-50, MobileNetV2 on 224²
+// images, a BERT-style encoder on 128 tokens), with random parameters realized before timing.
+// Each model has two cases: a plain forward (build the lazy graph and realize it) and the same
+// forward under vkgrad::Jit. The plain case also times every kernel of one more forward and
+// names the three slowest with their share of the device time. Checks: the output is finite,
+// and the Jit's output equals the plain forward's.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vkgrad/jit.hpp>
+
+#include "bench/harness.hpp"
+#include "models/bert_encoder.hpp"
+#include "models/mobilenet_v2.hpp"
+#include "models/resnet.hpp"
+
+namespace vkgrad::bench {
+namespace {
+
+struct Network {
+  std::function<Tensor(const Tensor&)> forward;
+  Shape input;
+  std::shared_ptr<void> model;  // keeps the model alive
+};
+
+template <class M>
+Network network(M model, Shape input, const std::string& device) {
+  auto m = std::make_shared<M>(std::move(model));
+  m->to(device);
+  return {[m](const Tensor& x) { return m->forward(x); }, std::move(input), m};
+}
+
+Network make_network(const std::string& name, const std::string& device) {
+  Tensor::manual_seed(11);
+  if (name == "resnet18") return network(models::resnet18(), {1, 3, 224, 224}, device);
+  if (name == "resnet50") return network(models::resnet50(), {1, 3, 224, 224}, device);
+  if (name == "mobilenetv2") return network(models::MobileNetV2(), {1, 3, 224, 224}, device);
+  return network(models::BertEncoder(), {1, 128, 256}, device);
+}
+
+std::string top_kernels(const std::vector<KernelTime>& times, size_t n) {
+  double total = 0;
+  for (const KernelTime& t : times) total += t.ms;
+  std::string out;
+  for (size_t i = 0; i < std::min(n, times.size()); ++i)
+    out += fmt::format("{}{} {:.2f} ms ({:.0f}%)", i ? ", " : "", times[i].name, times[i].ms,
+                       total > 0 ? 100 * times[i].ms / total : 0.0);
+  return out;
+}
+
+}  // namespace
+
+Row model_case(Suite& s, const std::string& name, bool jit) {
+  Row row = s.row(jit ? name + "_jit" : name, "ms");
+  Network net = make_network(name, s.device);
+  Shape shape = net.input;
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  const Tensor x = Tensor::from_vector(random_floats(static_cast<size_t>(numel), 5, -1, 1), shape,
+                                       std::nullopt, s.device)
+                       .realize();
+  Jit jitted(
+      [&](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {net.forward(in[0])}; });
+  auto once = [&] { return jit ? jitted({x})[0] : net.forward(x).realize(); };
+
+  const std::vector<float> plain = net.forward(x).to_vector<float>();
+  if (jit) jitted({x}), jitted({x});  // a plain run, then the capture
+  const int64_t replays_before = jitted.replays();
+  const RuntimeStats before = runtime_stats();
+  Tensor out;
+  std::vector<Sample> runs = measure([&] { return time_host([&] { out = once(); }); });
+  const RuntimeStats after = runtime_stats();
+  set_ours(row, runs, 0);
+  const double forwards = static_cast<double>(runs.size() + 1);  // measure() adds a warm-up
+  row.details.push_back(fmt::format(
+      "{:.0f} kernels per forward; schedules built during the timed forwards: {}, programs "
+      "compiled: {}",
+      static_cast<double>(after.kernels_run - before.kernels_run) / forwards,
+      after.schedules_built - before.schedules_built,
+      after.programs_compiled - before.programs_compiled));
+  if (jit && jitted.replays() - replays_before < static_cast<int64_t>(runs.size()) + 1)
+    row.fail("some timed forwards were not replays");
+  if (!jit) {
+    const bool was = kernel_timing();
+    reset_runtime_stats();
+    set_kernel_timing(true);
+    net.forward(x).realize();
+    set_kernel_timing(was);
+    const std::vector<KernelTime> times = kernel_times();
+    double total = 0;
+    for (const KernelTime& t : times) total += t.ms;
+    row.details.push_back(
+        fmt::format("slowest kernels of {:.1f} ms: {}", total, top_kernels(times, 3)));
+  }
+  const std::vector<float> got = out.to_vector<float>();
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) {
+      row.fail("the output is not finite");
+      return row;
+    }
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - plain[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(plain[i])));
+  }
+  if (got.size() != plain.size() || worst > 1e-4 * std::max(1.0, scale))
+    row.fail(fmt::format("the output differs from the first plain forward's by {:.3g}", worst));
+  return row;
+}
+
+}  // namespace vkgrad::bench
