@@ -1,14 +1,16 @@
 // codegen: what codegen hands a runtime — one kernel's rendered source and how to launch it.
-// Depends on ir only.
+// Depends on ir and codegen/opt.hpp.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "codegen/opt.hpp"
 #include "ir/uop.hpp"
 
 namespace vkgrad {
@@ -50,6 +52,7 @@ struct Program {
   UOp launch_size;  // null when the launch size is constant
 
   Estimates estimates;
+  std::vector<Opt> opts;  // the Opts applied (heuristics', given, or none)
 };
 
 // A launch's variable values checked against the kernel's variables: as many, each within its
@@ -64,23 +67,10 @@ int64_t evaluate_size(const UOp& expr, std::span<const VarArg> vars,
 std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_count)[3]);
 
 struct CodegenOptions {
-  bool optimize = true;  // false with NOOPT=1: no upcasts, no split accumulators
-};
-
-// What a GLSL target can do (filled from the Vulkan device's features, each one switchable off
-// by the runtime's environment switches). The renderer throws DTypeError naming the missing
-// feature when a kernel needs one that is off.
-struct GlslTarget {
-  bool storage8 = false;      // storageBuffer8BitAccess: bool, int8, uint8 buffers
-  bool storage16 = false;     // storageBuffer16BitAccess: int16, uint16, float16, bfloat16 buffers
-  bool int64 = false;         // shaderInt64: int64, uint64 (and their buffers)
-  bool float64 = false;       // shaderFloat64: float64 (and its buffers)
-  bool shared_reduce = true;  // grouped reductions through shared memory and barriers
-  uint32_t subgroup_size = 32;
-  uint32_t max_group_count[3] = {65535, 65535, 65535};
-  uint32_t max_workgroup_invocations = 1024;
-  uint32_t max_shared_bytes = 32768;
-  uint32_t max_push_bytes = 128;
+  bool optimize = true;  // false with NOOPT=1: no Opts
+  // An Opt list to apply instead of the heuristics' (a search's candidate, a test); an action
+  // that does not apply is an Error (apply_opts).
+  std::optional<std::vector<Opt>> opts = std::nullopt;
 };
 
 }  // namespace vkgrad

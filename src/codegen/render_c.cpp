@@ -68,16 +68,20 @@ static inline float vkg_exp2f(float x) {
 }
 )";
 
-// The GEMM micro kernel's vectors (GCC vector extensions: one register where the target has
-// 512-bit vectors, lowered to narrower ones elsewhere). Every vector access is 64-byte aligned.
-constexpr const char* kGemmPrelude = R"(typedef float vkg_f32x16 __attribute__((vector_size(64)));
-static inline vkg_f32x16 vkg_fma16(float a, vkg_f32x16 b, vkg_f32x16 c) {
-  vkg_f32x16 r;
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i++) r[i] = __builtin_fmaf(a, b[i], c[i]);
+// The GEMM micro kernel's vectors of V floats (GCC vector extensions: one register where the
+// target has vectors that wide, lowered to narrower ones elsewhere). Every vector access is
+// aligned to the vector's size.
+std::string gemm_prelude(int64_t v) {
+  return fmt::format(R"(typedef float vkg_f32x{0} __attribute__((vector_size({1})));
+static inline vkg_f32x{0} vkg_fma{0}(float a, vkg_f32x{0} b, vkg_f32x{0} c) {{
+  vkg_f32x{0} r;
+#pragma GCC unroll {0}
+  for (int i = 0; i < {0}; i++) r[i] = __builtin_fmaf(a, b[i], c[i]);
   return r;
+}}
+)",
+                     v, 4 * v);
 }
-)";
 
 // Upcast and unroll loops have small constant trip counts: unrolled completely, their
 // accumulators become registers and the C compiler's SLP vectorizer packs them into vectors.
@@ -277,7 +281,7 @@ class CRenderer : public Linearizer {
       render_gemm(*gemm, body, static_cast<int>(globals.size()), p);
       p.source = fmt::format(
           "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-          kPrelude, kGemmPrelude, name_, body);
+          kPrelude, gemm_prelude(gemm->vector), name_, body);
       return;
     }
     // Global loops; a symbolic outermost one is sized per launch.
@@ -474,29 +478,30 @@ class CRenderer : public Linearizer {
     line(depth, "float* restrict pa = pack_a + ir * kc;");
     pack(p.a, "pa", p.mr, "mr", "kc", bind(p.m, "ic + ir + w"), bind(p.k, "pc + kk"));
     close_to(depth - 1);
-    // The micro kernel: mr x (nr / 16) vectors of accumulators.
-    const int64_t vecs = p.nr / 16;
+    // The micro kernel: mr x (nr / V) vectors of accumulators.
+    const int64_t V = p.vector, vecs = p.nr / V;
+    const std::string vec_t = fmt::format("vkg_f32x{}", V);
     open("jr", "0", "nc", std::to_string(p.nr));
     open("ir", "0", "mc", std::to_string(p.mr));
     line(depth, "const float* restrict ap = pack_a + ir * kc;");
     line(depth, fmt::format("const float* restrict bp = pack_b + jr * {} + pc * {};", K, p.nr));
     line(depth, fmt::format("float* restrict cp = tile_c + ir * {} + jr;", p.nc));
-    line(depth, fmt::format("vkg_f32x16 acc[{}][{}];", p.mr, vecs));
+    line(depth, fmt::format("{} acc[{}][{}];", vec_t, p.mr, vecs));
     const int tile_depth = depth;
     auto tile_loops = [&]() {
       open_unrolled("i", p.mr);
       open_unrolled("j", vecs);
     };
-    const std::string c_vec = fmt::format("*(vkg_f32x16*)(cp + i * {} + j * 16)", p.nc);
+    const std::string c_vec = fmt::format("*({}*)(cp + i * {} + j * {})", vec_t, p.nc, V);
     tile_loops();
-    line(depth, fmt::format("acc[i][j] = pc == 0 ? (vkg_f32x16){{0}} : {};", c_vec));
+    line(depth, fmt::format("acc[i][j] = pc == 0 ? ({}){{0}} : {};", vec_t, c_vec));
     close_to(tile_depth);
     open("kk", "0", "kc");
     tile_loops();
     line(depth,
-         fmt::format("acc[i][j] = vkg_fma16(ap[kk * {} + i], *(const vkg_f32x16*)(bp + kk * {} + "
-                     "j * 16), acc[i][j]);",
-                     p.mr, p.nr));
+         fmt::format("acc[i][j] = vkg_fma{0}(ap[kk * {1} + i], *(const {2}*)(bp + kk * {3} + "
+                     "j * {0}), acc[i][j]);",
+                     V, p.mr, vec_t, p.nr));
     close_to(tile_depth);
     tile_loops();
     line(depth, fmt::format("{} = acc[i][j];", c_vec));

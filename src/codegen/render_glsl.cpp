@@ -429,27 +429,9 @@ std::string const_literal(const UOp& c) {
   return int_literal(std::get<int64_t>(v), d);
 }
 
-// Where the GPU runs the threads of a launch.
-struct Launch {
-  uint32_t local = 1;
-  std::array<uint32_t, 3> groups{1, 1, 1};
-  bool padded = false;
-};
-
-Launch plan_launch(int64_t invocations, uint32_t local, const GlslTarget& t, int64_t per_group) {
-  Launch l;
-  l.local = local;
-  l.groups = group_grid(per_group > 0 ? invocations : (invocations + local - 1) / local,
-                        t.max_group_count);
-  const int64_t launched =
-      int64_t{l.groups[0]} * l.groups[1] * l.groups[2] * (per_group > 0 ? 1 : int64_t{local});
-  l.padded = launched != invocations;
-  return l;
-}
-
 class GlslRenderer : public Linearizer {
  public:
-  GlslRenderer(const UOp& ast, const std::string& name, const GlslTarget& target)
+  GlslRenderer(const UOp& ast, const std::string& name, const Target& target)
       : Linearizer(ast), name_(name), target_(target) {
     for (const UOp& u : topo_)
       if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::group_reduce)
@@ -459,34 +441,15 @@ class GlslRenderer : public Linearizer {
   void render(Program& p) {
     check_features();
     find_vectors();
-    std::vector<UOp> globals = ranges_of(AxisType::global);
-    // A symbolic index space is planned for the variables' maxima; the launch sizes the grid.
+    // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
+    // for a symbolic index space, the per-launch size.
+    const std::vector<UOp> globals = ranges_of(AxisType::global);
     const UOp total = size_of(globals, 0);
-    const int64_t max_total = total.vmax();
     const bool symbolic = !total.is_const();
-    if (max_total > INT32_MAX)
-      throw DeviceError("VULKAN: a kernel's index space must fit in int32");
-    for (const UOp& v : vars_)
-      if (v.arg_as<VarArg>().min < INT32_MIN || v.arg_as<VarArg>().max > INT32_MAX)
-        throw DeviceError(fmt::format("VULKAN: variable '{}' exceeds the shaders' int32 index math",
-                                      v.arg_as<VarArg>().name));
-    // Workgroup size: 64 lanes (a multiple of every common subgroup size), fewer for tiny
-    // kernels; a grouped reduction uses up to 256 lanes per output.
-    uint32_t local = std::min<uint32_t>(grouped_ ? 256 : 64, target_.max_workgroup_invocations);
-    if (grouped_) {
-      uint32_t bytes = 0;
-      for (const UOp& u : topo_)
-        if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
-      while (local > 1 && local * bytes > target_.max_shared_bytes) local /= 2;
-    } else {
-      while (local > 1 && local / 2 >= max_total) local /= 2;
-    }
-    local_ = local;
-    const Launch launch = plan_launch(max_total, local, target_, grouped_ ? 1 : 0);
-    p.local_size = {launch.local, 1, 1};
-    p.groups = launch.groups;
-    if (symbolic) p.launch_size = grouped_ ? total : simplify((total + (local - 1)) / local);
-
+    local_ = p.local_size[0];
+    const int64_t launched =
+        int64_t{p.groups[0]} * p.groups[1] * p.groups[2] * (grouped_ ? 1 : int64_t{local_});
+    const bool padded = launched != total.vmax();
     // Variables are push constants, read once.
     std::string body;
     for (size_t i = 0; i < vars_.size(); ++i) {
@@ -497,22 +460,22 @@ class GlslRenderer : public Linearizer {
     }
     // A symbolic launch's grid is chosen per launch: the shader reads its shape.
     const std::string wg =
-        symbolic                ? "int(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
-                                  "gl_NumWorkGroups.y * gl_WorkGroupID.z))"
-        : launch.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
-        : launch.groups[2] == 1
-            ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", launch.groups[0])
+        symbolic           ? "int(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
+                             "gl_NumWorkGroups.y * gl_WorkGroupID.z))"
+        : p.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
+        : p.groups[2] == 1
+            ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", p.groups[0])
             : fmt::format(
                   "(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {} + "
                   "int(gl_WorkGroupID.z) * {})",
-                  launch.groups[0], launch.groups[0] * launch.groups[1]);
+                  p.groups[0], p.groups[0] * p.groups[1]);
     if (grouped_) {
       body += fmt::format("  int gid = {};\n", wg);
       body += "  int lid = int(gl_LocalInvocationID.x);\n";
     } else {
-      body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local);
+      body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local_);
     }
-    if (launch.padded || symbolic)
+    if (padded || symbolic)
       body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
     body += unflatten(globals, "gid", 1);
     emit_body(1, body);
@@ -533,8 +496,8 @@ class GlslRenderer : public Linearizer {
     src +=
         "#ifdef VKG_BDA\n#extension GL_EXT_buffer_reference : require\n"
         "#extension GL_EXT_buffer_reference_uvec2 : require\n#endif\n";
-    src += fmt::format("layout(local_size_x = {}, local_size_y = 1, local_size_z = 1) in;\n",
-                       launch.local);
+    src +=
+        fmt::format("layout(local_size_x = {}, local_size_y = 1, local_size_z = 1) in;\n", local_);
     std::string bda, bound;
     for (const UOp& b : bufs) {
       const int64_t slot = b.arg_as<int64_t>();
@@ -983,9 +946,9 @@ class GlslRenderer : public Linearizer {
   }
 
   std::string name_;
-  const GlslTarget& target_;
+  const Target& target_;
   bool grouped_ = false;
-  uint32_t local_ = 64;
+  uint32_t local_ = 1;
   std::vector<std::string> extensions_;
   mutable bool helpers_[kNumHelpers] = {};
   std::unordered_map<const UOpNode*, VecAccess> vec_loads_;
@@ -996,7 +959,7 @@ class GlslRenderer : public Linearizer {
 
 }  // namespace
 
-void render_glsl(const UOp& ast, const std::string& name, const GlslTarget& target, Program& p) {
+void render_glsl(const UOp& ast, const std::string& name, const Target& target, Program& p) {
   GlslRenderer(ast, name, target).render(p);
 }
 

@@ -129,7 +129,7 @@ class CpuRuntime final : public Runtime {
     if (bytes) std::memcpy(dst, src, bytes);
   }
   Program render(const UOp& ast, const CodegenOptions& options) override {
-    return codegen_c(ast, options);
+    return codegen(ast, options, target_);
   }
   std::shared_ptr<CompiledKernel> compile(const Program& p) override {
     auto k = std::make_shared<CpuKernel>();
@@ -203,6 +203,8 @@ class CpuRuntime final : public Runtime {
   std::map<size_t, std::vector<void*>> free_;
   std::unordered_map<void*, size_t> sizes_;
   size_t cached_bytes_ = 0;
+
+  const Target target_ = host_target();
 };
 
 // A captured list is the kernels' entry points; a replay calls them with the new buffers.
@@ -232,6 +234,21 @@ std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launche
 }
 
 }  // namespace
+
+Target host_target() {
+  Target t;
+  t.language = Target::Language::c;
+  // The kernels are compiled for this CPU with 512-bit vectors preferred
+  // (-mprefer-vector-width=512): AVX-512's 32 registers of 16 floats. The GEMM's vectors are GCC
+  // vector types, lowered to narrower registers where the CPU has none this wide.
+  t.vector_floats = 16;
+  t.vector_registers = 32;
+  t.l1_bytes = 32 * 1024;
+  t.l2_bytes = 384 * 1024;
+  t.panel_bytes = int64_t{4} << 20;
+  t.gemm = true;
+  return t;
+}
 
 std::unique_ptr<Runtime> make_runtime() { return std::make_unique<CpuRuntime>(); }
 

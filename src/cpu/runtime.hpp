@@ -6,9 +6,12 @@
 #include <memory>
 
 #include "codegen/runtime.hpp"
+#include "codegen/target.hpp"
 
 namespace vkgrad::cpu {
 
 std::unique_ptr<Runtime> make_runtime();
+// What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering).
+Target host_target();
 
 }  // namespace vkgrad::cpu

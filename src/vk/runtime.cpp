@@ -21,14 +21,17 @@ AtomicCounters g_counters;
 
 namespace {
 
-GlslTarget target_for(const Caps& c) {
+Target target_for(const Caps& c) {
   const VkPhysicalDeviceLimits& l = c.props.limits;
-  GlslTarget t;
+  Target t;
+  t.language = Target::Language::glsl;
+  t.threads = true;
+  t.vector_floats = 4;  // vec4 loads and stores
   t.storage8 = c.use_storage8;
   t.storage16 = c.use_storage16;
   t.int64 = c.use_int64;
   t.float64 = c.use_fp64;
-  t.shared_reduce = c.use_shared_reduce;
+  t.local_memory = c.use_shared_reduce;
   t.subgroup_size = c.p11.subgroupSize;
   for (int i = 0; i < 3; ++i) t.max_group_count[i] = l.maxComputeWorkGroupCount[i];
   t.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
@@ -92,7 +95,7 @@ class VulkanRuntime final : public Runtime {
   }
 
   Program render(const UOp& ast, const CodegenOptions& options) override {
-    return codegen_glsl(ast, options, target_);
+    return codegen(ast, options, target_);
   }
   std::shared_ptr<CompiledKernel> compile(const Program& program) override {
     check_launch_shape(*ex_->device, program);
@@ -129,7 +132,7 @@ class VulkanRuntime final : public Runtime {
 
  private:
   std::shared_ptr<Executor> ex_;
-  GlslTarget target_;
+  Target target_;
   std::mutex bare_mu_;
   std::shared_ptr<Kernel> bare_kernel_;
   Allocation* bare_buffer_ = nullptr;

@@ -26,7 +26,8 @@ std::string render_all(const Tensor& t, bool glsl) {
   const Schedule s = build_schedule(g.key);
   std::string out;
   for (const ScheduleKernel& k : s.kernels)
-    out += glsl ? codegen_glsl(k.ast, {}, full_target()).source : codegen_c(k.ast, {}).source;
+    out += glsl ? codegen(k.ast, {}, full_target()).source
+                : codegen(k.ast, {}, cpu::host_target()).source;
   return out;
 }
 

@@ -14,13 +14,13 @@
 namespace vkgrad {
 namespace {
 
-std::vector<Program> render(const Tensor& t, const GlslTarget& target = full_target(),
+std::vector<Program> render(const Tensor& t, const Target& target = full_target(),
                             bool optimize = true) {
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
   const Schedule s = build_schedule(g.key);
   std::vector<Program> out;
   for (const ScheduleKernel& k : s.kernels)
-    out.push_back(codegen_glsl(k.ast, {.optimize = optimize}, target));
+    out.push_back(codegen(k.ast, {.optimize = optimize}, target));
   return out;
 }
 
@@ -92,6 +92,9 @@ TEST(RenderGlsl, MatmulGetsARegisterTile) {
   EXPECT_TRUE(contains(p.source, "data2_v4")) << p.source;  // B read as vec4
   EXPECT_TRUE(contains(p.source, "data0_v4")) << p.source;
   EXPECT_EQ(p.name, "r_64_64_64");  // named by the scheduled axes, whatever the optimizations
+  EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
+                                      {OptOp::UPCAST, 1, 2},
+                                      {OptOp::UPCAST, 0, 8}}));  // an 8 x (2 x 4) tile
 }
 
 TEST(RenderGlsl, FewLongReductionsAreGrouped) {
@@ -100,13 +103,13 @@ TEST(RenderGlsl, FewLongReductionsAreGrouped) {
   EXPECT_TRUE(contains(p.source, "shared float")) << p.source;
   EXPECT_EQ(p.groups[0], 4u);
   EXPECT_EQ(p.local_size[0], 256u);
-  GlslTarget no_shared = full_target();
-  no_shared.shared_reduce = false;
+  Target no_shared = full_target();
+  no_shared.local_memory = false;
   EXPECT_FALSE(contains(render(input({4, 4096}).sum(1), no_shared)[0].source, "barrier"));
 }
 
 TEST(RenderGlsl, MissingFeaturesThrowDTypeError) {
-  GlslTarget t = full_target();
+  Target t = full_target();
   t.float64 = false;
   try {
     render(input({4}, dtypes::float64) + input({4}, dtypes::float64), t);

@@ -7,6 +7,7 @@
 
 #include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
+#include "ir/symbolic/symbolic.hpp"
 #include "symbolic_kernels.hpp"
 #include "test_glsl_tools.hpp"
 
@@ -30,10 +31,10 @@ std::vector<std::pair<AxisType, UOp>> symbolic_ranges(const UOp& ast) {
 
 TEST(RenderVars, ProgramListsTheVariables) {
   for (const Case& c : all_cases()) {
-    const Program p = codegen_c(c.ast, {});
+    const Program p = codegen(c.ast, {}, cpu::host_target());
     ASSERT_EQ(p.vars.size(), 1u) << c.name;
     EXPECT_EQ(p.vars[0], (VarArg{"n", kMin, kMax})) << c.name;
-    const Program g = codegen_glsl(c.ast, {}, full_target());
+    const Program g = codegen(c.ast, {}, full_target());
     EXPECT_EQ(g.vars, p.vars) << c.name;
     EXPECT_EQ(g.push_bytes, 4u) << c.name;
   }
@@ -45,14 +46,14 @@ TEST(RenderVars, VariablesAreSortedByName) {
   const UOp flat = i * cols + j;
   const UOp ast =
       UOp::sink({buffer(0, 4096).index(flat).store(buffer(1, 4096).index(flat).load() + 1.0)});
-  const Program p = codegen_c(ast, {});
+  const Program p = codegen(ast, {}, cpu::host_target());
   ASSERT_EQ(p.vars.size(), 2u);
   EXPECT_EQ(p.vars[0].name, "cols");
   EXPECT_EQ(p.vars[1].name, "rows");
   EXPECT_TRUE(contains(p.source, "const int64_t var_cols = vars[0];")) << p.source;
   EXPECT_TRUE(contains(p.source, "const int64_t var_rows = vars[1];")) << p.source;
   EXPECT_EQ(p.name, "E_rows_cols");
-  const Program g = codegen_glsl(ast, {}, full_target());
+  const Program g = codegen(ast, {}, full_target());
   EXPECT_TRUE(contains(g.source, "int var_cols = pc.vars[0];")) << g.source;
   EXPECT_TRUE(contains(g.source, "int var_rows = pc.vars[1];")) << g.source;
   EXPECT_EQ(g.push_bytes, 8u);
@@ -66,8 +67,8 @@ TEST(RenderVars, OneNameWithTwoBoundsIsAnInternalError) {
   const UOp i = UOp::range(a, 0, AxisType::global);
   const UOp ast = UOp::sink(
       {buffer(0, 20).index(i).store(buffer(1, 20).index(i).load() * b.cast(dtypes::float32))});
-  EXPECT_THROW(codegen_c(ast, {}), InternalError);
-  EXPECT_THROW(codegen_glsl(ast, {}, full_target()), InternalError);
+  EXPECT_THROW(codegen(ast, {}, cpu::host_target()), InternalError);
+  EXPECT_THROW(codegen(ast, {}, full_target()), InternalError);
 }
 
 TEST(RenderVars, NamesBecomeIdentifiers) {
@@ -79,31 +80,33 @@ TEST(RenderVars, NamesBecomeIdentifiers) {
   const UOp n = UOp::variable("start pos", 1, 8);
   const UOp i = UOp::range(n, 0, AxisType::global);
   const UOp ast = UOp::sink({buffer(0, 8).index(i).store(buffer(1, 8).index(i).load())});
-  const Program p = codegen_c(ast, {});
+  const Program p = codegen(ast, {}, cpu::host_target());
   EXPECT_EQ(p.name, "E_start_pos");
   EXPECT_TRUE(contains(p.source, "const int64_t var_start_pos = vars[0];")) << p.source;
 }
 
 TEST(RenderVars, CLoopsReadTheVariable) {
-  const Program p = codegen_c(row_sums().ast, {});
+  const Program p = codegen(row_sums().ast, {}, cpu::host_target());
   EXPECT_EQ(p.name, "r_n_16");  // named by the scheduled axes
+  // The constant reduction is still split into accumulators.
+  EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::UNROLL, 0, 8}}));
   EXPECT_TRUE(contains(p.source, "const int64_t var_n = vars[0];")) << p.source;
   EXPECT_FALSE(contains(p.source, "(void)vars;")) << p.source;
   EXPECT_EQ(p.parallel_size, kMax);
   ASSERT_TRUE(p.launch_size);
   EXPECT_EQ(evaluate_size(p.launch_size, p.vars, std::vector<int64_t>{37}), 37);
 
-  const Program s = codegen_c(scaled_columns().ast, {});
+  const Program s = codegen(scaled_columns().ast, {}, cpu::host_target());
   EXPECT_TRUE(contains(s.source, "gidx1 < var_n;")) << s.source;
   EXPECT_FALSE(s.launch_size);  // the outermost axis is constant
   EXPECT_EQ(s.parallel_size, 4);
 
-  const Program r = codegen_c(sum().ast, {});
+  const Program r = codegen(sum().ast, {}, cpu::host_target());
   EXPECT_TRUE(contains(r.source, "ridx0 < var_n;")) << r.source;
 }
 
 TEST(RenderVars, GlslReadsPushConstantsAndSizesTheGridPerLaunch) {
-  const Program p = codegen_glsl(elementwise().ast, {.optimize = false}, full_target());
+  const Program p = codegen(elementwise().ast, {.optimize = false}, full_target());
   EXPECT_EQ(p.name, "E_n");
   EXPECT_TRUE(contains(p.source, "layout(push_constant) uniform Vars { int vars[1]; } pc;"))
       << p.source;
@@ -117,7 +120,7 @@ TEST(RenderVars, GlslReadsPushConstantsAndSizesTheGridPerLaunch) {
     EXPECT_EQ(evaluate_size(p.launch_size, p.vars, std::vector<int64_t>{n}), (n + 63) / 64);
 
   // The inner axis divides the invocation index by n.
-  const Program s = codegen_glsl(scaled_columns().ast, {}, full_target());
+  const Program s = codegen(scaled_columns().ast, {}, full_target());
   EXPECT_TRUE(contains(s.source, "int gidx0 = (gid / var_n);")) << s.source;
   EXPECT_TRUE(contains(s.source, "int gidx1 = gid % var_n;")) << s.source;
 }
@@ -142,20 +145,21 @@ TEST(RenderVars, LaunchSizeEvaluatesAndValuesAreChecked) {
 
 TEST(RenderVars, OptimizationsNeverSplitASymbolicRange) {
   for (const Case& c : all_cases()) {
-    const UOp k = simplify_indices(c.ast);
+    const UOp k = simplify(c.ast);
     const auto before = symbolic_ranges(k);
     ASSERT_FALSE(before.empty()) << c.name;
-    EXPECT_EQ(symbolic_ranges(apply_optimizations(k)), before) << c.name;
-    const auto gpu = symbolic_ranges(apply_gpu_optimizations(k, full_target()));
+    const Target cpu = cpu::host_target(), gpu_target = full_target();
+    EXPECT_EQ(symbolic_ranges(apply_opts(k, heuristic_opts(k, cpu), cpu)), before) << c.name;
+    const auto gpu = symbolic_ranges(apply_opts(k, heuristic_opts(k, gpu_target), gpu_target));
     ASSERT_EQ(gpu.size(), before.size()) << c.name;
     for (size_t i = 0; i < gpu.size(); ++i) EXPECT_EQ(gpu[i].second, before[i].second) << c.name;
   }
   // The constant axis beside a symbolic one is still optimized: vec4 on the GPU.
-  EXPECT_TRUE(contains(codegen_glsl(rows_plus_bias().ast, {}, full_target()).source, "data0_v4"));
+  EXPECT_TRUE(contains(codegen(rows_plus_bias().ast, {}, full_target()).source, "data0_v4"));
 }
 
 TEST(RenderVars, FewOutputsOfASymbolicReductionReduceInAWorkgroup) {
-  const Program p = codegen_glsl(sum().ast, {}, full_target());
+  const Program p = codegen(sum().ast, {}, full_target());
   EXPECT_EQ(p.local_size[0], 256u);
   EXPECT_FALSE(p.launch_size);  // one output: one workgroup whatever n is
   EXPECT_TRUE(contains(p.source, "rflat0 < var_n;")) << p.source;
@@ -167,7 +171,7 @@ TEST(RenderVars, EveryCaseCompilesWithGlslang) {
   for (const Case& c : all_cases())
     for (bool optimize : {true, false})
       srcs.emplace_back(c.name + (optimize ? "" : " NOOPT"),
-                        codegen_glsl(c.ast, {.optimize = optimize}, full_target()).source);
+                        codegen(c.ast, {.optimize = optimize}, full_target()).source);
   EXPECT_EQ(validate_glsl_all(srcs), "");
 }
 
@@ -176,8 +180,8 @@ TEST(RenderVars, AVariableBeyondInt32IsRefusedByTheGlslRenderer) {
   const UOp i = UOp::range(4, 0, AxisType::global);
   const UOp ast = UOp::sink(
       {buffer(0, 4).index(i).store(buffer(1, 4).index(i).load() * n.cast(dtypes::float32))});
-  EXPECT_THROW(codegen_glsl(ast, {}, full_target()), DeviceError);
-  EXPECT_NO_THROW(codegen_c(ast, {}));
+  EXPECT_THROW(codegen(ast, {}, full_target()), DeviceError);
+  EXPECT_NO_THROW(codegen(ast, {}, cpu::host_target()));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "codegen/pipeline.hpp"
+#include "cpu/runtime.hpp"
 #include "sched/schedule.hpp"
 #include "tensor/tensor_impl.hpp"
 
@@ -70,7 +71,7 @@ std::string rendered(const Tensor& t, bool optimize) {
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
   std::string out;
   for (const ScheduleKernel& k : build_schedule(g.key).kernels)
-    out += codegen_c(k.ast, {.optimize = optimize}).source;
+    out += codegen(k.ast, {.optimize = optimize}, cpu::host_target()).source;
   return out;
 }
 

@@ -1,0 +1,38 @@
+// codegen: the plan of a packed, blocked GEMM — how a float32 matmul-like kernel is blocked for
+// a target's registers and caches (Opt GEMM; render_c prints the plan). Depends on ir and
+// codegen/target.hpp.
+//
+//   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
+// a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are evaluated
+// once per element while packing, so transposed and fused operands cost no more; m, n and k may
+// each be several ranges flattened into one, as a convolution's channels and window.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "codegen/target.hpp"
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+enum class GemmSplit { rows, columns, batch };  // what the threads split
+struct GemmPlan {
+  UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
+  UOp a, b;                // the operands
+  std::vector<UOp> m, n;   // output rows, output columns (the innermost output ranges)
+  std::vector<UOp> k;      // the reduce ranges
+  std::vector<UOp> batch;  // the other output ranges (each list outermost first; m, n and k are
+                           // each flattened into one index)
+  int64_t vector = 0;      // floats per vector of the micro kernel
+  int64_t mr = 0, nr = 0;  // register tile: mr x nr accumulators
+  int64_t mc = 0, kc = 0;  // A block packed at a time (mc x kc, L2), kc also B's micro panel
+  int64_t nc = 0;          // B block packed at a time: all of k x nc columns
+  // Rows: each thread packs all of B; columns: all of A; batch (the first batch range): neither.
+  GemmSplit split = GemmSplit::rows;
+};
+
+// The plan for a large float32 matmul-like kernel on a target with Target::gemm, or none.
+std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target);
+
+}  // namespace vkgrad

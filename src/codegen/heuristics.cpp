@@ -1,0 +1,105 @@
+// codegen: the default Opt list of a kernel (what NOOPT=1 leaves out; a search starts here).
+//
+// C targets (the loop vectorizer handles an elementwise kernel's innermost loop, so elementwise
+// kernels get nothing; unrolling a long fused chain would only multiply the compile time):
+//   a large float32 matmul-like kernel on a target with a GEMM lowering: GEMM;
+//   matmul-like (an input ignores the innermost output axis): a register tile, the innermost
+//                output axis by 32, 16 or 8 (one vector) and another reused axis by 8, 4 or 2;
+//   other reductions: several accumulators, one per output of a run of the innermost output
+//                axis when the loads run along it and not along the reduction (a column sum:
+//                vector loads instead of one cache line per element), else split ones for the
+//                innermost reduction (UNROLL by 32, 16 or 8: breaks the add latency chain).
+// GPU targets (one invocation per output element, or per group of 4 / per tile):
+//   elementwise:  the innermost output axis by 4 when it divides, so loads and the store of a
+//                 contiguous axis become vec4 accesses (lavapipe: scalar 6.4-7 GB/s,
+//                 vec4 10.5-13.5).
+//   few outputs, long reductions (outputs < 4096, reduce size >= 256, shared memory): GROUP, one
+//                 workgroup of up to 256 lanes per output, fewer where shared memory is short.
+//   matmul-like:  a register tile without shared memory, the innermost output axis by 8 as 2 x 4
+//                 (the 4 innermost: vec4 loads of the reused operand) and another reused output
+//                 axis by 8 or 4 (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31).
+// A symbolic axis is never split: no factor divides an unknown size.
+#include <algorithm>
+
+#include "codegen/gemm.hpp"
+#include "codegen/linearize.hpp"
+#include "codegen/opt.hpp"
+#include "codegen/ranges.hpp"
+
+namespace vkgrad {
+namespace {
+
+int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
+  for (int64_t f : options)
+    if (size > f && size % f == 0) return f;
+  return 1;
+}
+
+std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
+  if (plan_gemm(ast, target)) return {{OptOp::GEMM, 0, 0}};
+  const RangeInfo info = collect_ranges(ast);
+  if (info.reduces.empty()) return {};
+  const int G = static_cast<int>(info.globals.size()), R = static_cast<int>(info.reduces.size());
+  std::vector<Opt> opts;
+  if (G > 0) {
+    const UOp& last = info.globals.back();
+    if (const int64_t f = pick_factor(range_size(last), {32, 16, 8});
+        f > 1 && has_reuse(info, last)) {
+      opts.push_back({OptOp::UPCAST, G - 1, f});
+      for (int g = G - 2; g >= 0; --g)
+        if (const int64_t f2 = pick_factor(range_size(info.globals[g]), {8, 4, 2});
+            f2 > 1 && has_reuse(info, info.globals[g])) {
+          opts.push_back({OptOp::UPCAST, g, f2});
+          break;
+        }
+    }
+  }
+  if (opts.empty()) {
+    const bool columns = G > 0 && contiguous_along(info, info.globals.back()) &&
+                         !contiguous_along(info, info.reduces.back());
+    const UOp& axis = columns ? info.globals.back() : info.reduces.back();
+    if (const int64_t f = pick_factor(range_size(axis), {32, 16, 8}); f > 1)
+      opts.push_back(columns ? Opt{OptOp::UPCAST, G - 1, f} : Opt{OptOp::UNROLL, R - 1, f});
+  }
+  return opts;
+}
+
+std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
+  const RangeInfo info = collect_ranges(ast);
+  const int G = static_cast<int>(info.globals.size());
+  const int64_t n = G > 0 ? range_size(info.globals.back()) : 0;
+  if (info.reduces.empty()) {
+    if (n > 0 && n % 4 == 0) return {{OptOp::UPCAST, G - 1, 4}};
+    return {};
+  }
+  if (target.local_memory && prod_sizes(info.globals) < 4096 && prod_sizes(info.reduces) >= 256) {
+    int64_t bytes = 0;
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
+    int64_t lanes = std::min<int64_t>(256, target.max_workgroup_invocations);
+    while (lanes > 2 && lanes * bytes > target.max_shared_bytes) lanes /= 2;
+    if (lanes >= 2 && lanes * bytes <= target.max_shared_bytes) return {{OptOp::GROUP, 0, lanes}};
+  }
+  std::vector<Opt> opts;
+  if (n > 0 && n % 4 == 0 && has_reuse(info, info.globals.back())) {
+    opts.push_back({OptOp::UPCAST, G - 1, 4});
+    if (n % 8 == 0) opts.push_back({OptOp::UPCAST, G - 1, 2});
+    for (int g = G - 2; g >= 0; --g)
+      if (const int64_t m = range_size(info.globals[g]), f = m % 8 == 0   ? 8
+                                                             : m % 4 == 0 ? 4
+                                                                          : 1;
+          m > 0 && f > 1 && has_reuse(info, info.globals[g])) {
+        opts.push_back({OptOp::UPCAST, g, f});
+        break;
+      }
+  }
+  return opts;
+}
+
+}  // namespace
+
+std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target) {
+  return target.threads ? gpu_opts(ast, target) : c_opts(ast, target);
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,50 @@
+// codegen: the launch of a kernel on a threads target (see plan_launch in pipeline.hpp).
+//
+// Every global range is flattened into one invocation index, so the workgroup is one-dimensional:
+// local_size = {X, 1, 1}, X from LOCAL, else 64 (a multiple of every common subgroup size) halved
+// while half still covers the whole index space; a grouped reduction gives each workgroup one
+// output and X = GROUP's lanes. The grid is 2-D/3-D where one dimension would exceed the device's
+// maxComputeWorkGroupCount; invocations past the end return early.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vkgrad/error.hpp>
+
+#include "codegen/linearize.hpp"
+#include "codegen/pipeline.hpp"
+#include "ir/symbolic/symbolic.hpp"
+
+namespace vkgrad {
+
+void plan_launch(const UOp& kernel, std::span<const Opt> opts, const Target& target, Program& p) {
+  std::vector<UOp> globals;
+  bool grouped = false;
+  for (const UOp& u : toposort(kernel)) {
+    if (u.op() != Ops::RANGE) continue;
+    const AxisType t = u.arg_as<AxisArg>().type;
+    if (t == AxisType::global) globals.push_back(u);
+    grouped = grouped || t == AxisType::group_reduce;
+  }
+  UOp total = UOp::const_(dtypes::index, int64_t{1});
+  for (const UOp& g : globals) total = total * g.src(0);
+  total = simplify(total);
+  const int64_t max_total = total.vmax();
+  if (max_total > INT32_MAX) throw DeviceError("VULKAN: a kernel's index space must fit in int32");
+  for (const UOp& v : kernel_vars(kernel))
+    if (v.arg_as<VarArg>().min < INT32_MIN || v.arg_as<VarArg>().max > INT32_MAX)
+      throw DeviceError(fmt::format("VULKAN: variable '{}' exceeds the shaders' int32 index math",
+                                    v.arg_as<VarArg>().name));
+  int64_t local = std::min<int64_t>(64, target.max_workgroup_invocations);
+  while (local > 1 && local / 2 >= max_total) local /= 2;
+  for (const Opt& o : opts)
+    if (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) local = o.amount;
+  if (grouped &&
+      std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; }))
+    throw InternalError("plan_launch: a grouped reduction without its GROUP opt");
+  p.local_size = {static_cast<uint32_t>(local), 1, 1};
+  const int64_t groups = grouped ? max_total : (max_total + local - 1) / local;
+  p.groups = group_grid(groups, target.max_group_count);
+  if (!total.is_const()) p.launch_size = grouped ? total : simplify((total + (local - 1)) / local);
+}
+
+}  // namespace vkgrad

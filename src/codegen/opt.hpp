@@ -1,0 +1,58 @@
+// codegen: kernel optimizations as explicit actions. An Opt names an axis of the kernel and an
+// amount; apply_opts checks each against the kernel and the Target and rewrites the kernel's
+// ranges; the heuristics return an Opt list (and a search may return another). Depends on ir,
+// codegen/target.hpp.
+//
+// Axes are numbered as the kernel AST numbers them, in RANGE id order: the global (output)
+// axes 0..G-1 for UPCAST and LOCAL, the reduce axes 0..R-1 for UNROLL and GROUP. An axis keeps
+// its number after it is split: an Opt shrinks it, the new inner range takes the amount.
+//   UPCAST(g, n):  global axis g of size N becomes (N/n, global) * n + u (n, upcast): each
+//                  invocation computes n neighbouring outputs in registers (vector loads and
+//                  stores where the axis is contiguous, operand reuse where an input ignores it).
+//                  A second UPCAST of the same axis goes outside the first.
+//   UNROLL(r, n):  reduce axis r becomes (N/n, reduce) * n + u (n, unroll): n independent
+//                  accumulators, folded after the loop.
+//   LOCAL(g, n):   n invocations per workgroup (threads targets; g must be the innermost global
+//                  axis: the launch is one flat index).
+//   GROUP(0, n):   the reduction is split over a workgroup of n lanes that fold their partial
+//                  results in shared memory (targets with local memory; every reduce axis takes
+//                  part, so the axis is 0); one workgroup per output.
+//   GEMM(0, 0):    the kernel renders as a packed, blocked GEMM (targets with Target::gemm; a
+//                  float32 matmul-like kernel; alone in its list).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/target.hpp"
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM };
+
+struct Opt {
+  OptOp op = OptOp::UPCAST;
+  int axis = 0;
+  int64_t amount = 0;
+  bool operator==(const Opt&) const = default;
+};
+std::string to_string(const Opt& o);                  // "UPCAST(1, 4)"
+std::string to_string(const std::vector<Opt>& opts);  // "[UPCAST(1, 4), UNROLL(0, 8)]"
+
+// The kernel after `opts`, in order. An action that does not apply (an axis out of range, an
+// amount that does not divide the axis, a symbolic axis, an op the target lacks, a limit
+// exceeded) throws Error naming the kernel, the action and why.
+UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
+
+// The heuristics' list for a kernel (simplified) on a target: what NOOPT=1 leaves out.
+std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target);
+
+// The kernel's axes in Opt numbering: its global ranges and its reduce ranges, by id.
+struct KernelAxes {
+  std::vector<UOp> globals, reduces;
+};
+KernelAxes kernel_axes(const UOp& ast);
+
+}  // namespace vkgrad

@@ -1,0 +1,58 @@
+// codegen: range analysis for the optimization passes (see ranges.hpp).
+#include "codegen/ranges.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/symbolic/symbolic.hpp"
+
+namespace vkgrad {
+
+RangeInfo collect_ranges(const UOp& ast) {
+  RangeInfo info;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::RANGE) {
+      const auto& a = u.arg_as<AxisArg>();
+      info.next_id = std::max(info.next_id, a.id + 1);
+      if (a.type == AxisType::global) info.globals.push_back(u);
+      if (a.type == AxisType::reduce) info.reduces.push_back(u);
+    }
+    if (u.op() == Ops::LOAD) info.load_indices.push_back(u.src(0).src(1));
+  }
+  auto by_id = [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  };
+  std::sort(info.globals.begin(), info.globals.end(), by_id);
+  std::sort(info.reduces.begin(), info.reduces.end(), by_id);
+  return info;
+}
+
+bool mentions(const UOp& expr, const UOp& range) {
+  for (const UOp& u : toposort(expr))
+    if (u == range) return true;
+  return false;
+}
+
+bool has_reuse(const RangeInfo& info, const UOp& g) {
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                     [&](const UOp& idx) { return !mentions(idx, g); });
+}
+
+bool contiguous_along(const RangeInfo& info, const UOp& r) {
+  const std::unordered_map<UOp, UOp, UOpHash> next{{r, r + 1}};
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
+    return mentions(idx, r) && simplify(substitute(idx, next) - idx).is_const(1);
+  });
+}
+
+int64_t prod_sizes(const std::vector<UOp>& ranges) {
+  constexpr int64_t cap = int64_t{1} << 62;
+  int64_t n = 1;
+  for (const UOp& r : ranges) {
+    const int64_t s = r.src(0).vmax();
+    n = s > 0 && n > cap / s ? cap : n * s;
+  }
+  return n;
+}
+
+}  // namespace vkgrad

@@ -1,0 +1,28 @@
+// codegen: what the optimization passes ask of a kernel's ranges — which ranges it has, what its
+// loads read along them, their sizes. Shared by opt.cpp, heuristics.cpp and gemm.cpp. Depends on
+// ir.
+#pragma once
+
+#include <vector>
+
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+struct RangeInfo {
+  std::vector<UOp> globals, reduces;  // by id
+  std::vector<UOp> load_indices;      // index expressions of every LOAD
+  int64_t next_id = 0;                // above every range id of the kernel
+};
+RangeInfo collect_ranges(const UOp& ast);
+
+bool mentions(const UOp& expr, const UOp& range);
+// Some load reads the same element for every value of `g`: upcasting g reuses it.
+bool has_reuse(const RangeInfo& info, const UOp& g);
+// Some load reads consecutive elements as `r` steps by one (its index grows by exactly 1).
+bool contiguous_along(const RangeInfo& info, const UOp& r);
+// The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
+// only compared with thresholds).
+int64_t prod_sizes(const std::vector<UOp>& ranges);
+
+}  // namespace vkgrad

@@ -1,0 +1,49 @@
+// codegen: what a device offers the code generator — one description for every backend. The
+// runtime fills it (src/cpu for the host's C compiler, src/vk from the Vulkan device's features
+// and limits); the heuristics, apply_opts and the lowering passes read it, so no pass names a
+// backend or bakes in a machine's constants. Depends on nothing.
+#pragma once
+
+#include <cstdint>
+
+namespace vkgrad {
+
+struct Target {
+  enum class Language : uint8_t { c, glsl };
+  Language language = Language::c;
+
+  // Vectors: floats per vector register and how many registers (the register tiles).
+  int vector_floats = 4;
+  int vector_registers = 16;
+  // Caches the CPU GEMM blocks for: one B micro panel in l1, an A block in l2.
+  int64_t l1_bytes = 32 * 1024;
+  int64_t l2_bytes = 256 * 1024;
+  // Packed operand panels may reach this many bytes per thread (B's block of all of k).
+  int64_t panel_bytes = int64_t{1} << 20;
+  // The target renders a large float32 matmul-like kernel as a packed, blocked GEMM (Opt GEMM).
+  bool gemm = false;
+
+  // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
+  bool threads = false;       // GPU-style launch (SPECIAL indices, workgroups, a grid)
+  bool local_memory = false;  // shared memory and barriers: grouped reductions (Opt GROUP)
+  uint32_t subgroup_size = 1;
+  uint32_t max_workgroup_invocations = 1;
+  uint32_t max_group_count[3] = {1, 1, 1};
+  uint32_t max_shared_bytes = 0;
+  uint32_t max_push_bytes = 0;
+
+  // Data types beyond 32-bit ints and float32 (a kernel needing one the target lacks is a
+  // DTypeError naming the feature).
+  bool storage8 = true;   // bool, int8, uint8 buffers
+  bool storage16 = true;  // int16, uint16, float16, bfloat16 buffers
+  bool int64 = true;
+  bool float64 = true;
+
+  // Transcendentals the language computes well enough itself; the others are decomposed (our
+  // own polynomials, with documented ULP bounds).
+  bool native_exp2 = false;
+  bool native_log2 = true;
+  bool native_sin = true;
+};
+
+}  // namespace vkgrad

@@ -1,0 +1,178 @@
+// tests/codegen: Opt actions — what apply_opts does to a kernel's ranges, the heuristics' lists
+// on each kind of target, and the Error every invalid action gives (naming the kernel and the
+// action). No device: kernels come from the scheduler, programs from codegen.
+#include <gtest/gtest.h>
+
+#include <vkgrad/error.hpp>
+#include <vkgrad/vkgrad.hpp>
+
+#include "codegen/linearize.hpp"
+#include "codegen/pipeline.hpp"
+#include "ir/symbolic/symbolic.hpp"
+#include "sched/schedule.hpp"
+#include "symbolic_kernels.hpp"
+#include "tensor/tensor_impl.hpp"
+#include "test_glsl_tools.hpp"
+
+namespace vkgrad {
+namespace {
+
+UOp kernel_of(const Tensor& t) {
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
+  const Schedule s = build_schedule(g.key);
+  EXPECT_EQ(s.kernels.size(), 1u);
+  return simplify(s.kernels.at(0).ast);
+}
+
+Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
+
+// Every range of the kernel as (type, size), in id order.
+std::vector<std::pair<AxisType, int64_t>> ranges(const UOp& k) {
+  std::vector<UOp> rs;
+  for (const UOp& u : toposort(k))
+    if (u.op() == Ops::RANGE) rs.push_back(u);
+  std::sort(rs.begin(), rs.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  });
+  std::vector<std::pair<AxisType, int64_t>> out;
+  for (const UOp& r : rs) out.emplace_back(r.arg_as<AxisArg>().type, range_size(r));
+  return out;
+}
+
+std::string error_of(const UOp& k, const std::vector<Opt>& opts, const Target& t) {
+  try {
+    apply_opts(k, opts, t);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+using A = AxisType;
+
+TEST(Opt, UpcastAndUnrollSplitTheirAxis) {
+  const UOp k = kernel_of(input({32, 64}).matmul(input({64, 48})));
+  const Target cpu = cpu::host_target();
+  ASSERT_EQ(ranges(k), (std::vector<std::pair<A, int64_t>>{
+                           {A::global, 32}, {A::global, 48}, {A::reduce, 64}}));
+  // A second UPCAST of an axis goes outside the first: 48 = 3 * (2 * 8).
+  const UOp u =
+      apply_opts(k, {{OptOp::UPCAST, 1, 8}, {OptOp::UPCAST, 1, 2}, {OptOp::UNROLL, 0, 4}}, cpu);
+  EXPECT_EQ(ranges(u), (std::vector<std::pair<A, int64_t>>{{A::global, 32},
+                                                           {A::global, 3},
+                                                           {A::reduce, 16},
+                                                           {A::upcast, 2},
+                                                           {A::upcast, 8},
+                                                           {A::unroll, 4}}));
+  EXPECT_EQ(apply_opts(k, {}, cpu), k);
+}
+
+TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
+  const UOp k = kernel_of(input({4, 4096}).sum(1));
+  const UOp g = apply_opts(k, {{OptOp::GROUP, 0, 128}}, full_target());
+  EXPECT_EQ(ranges(g),
+            (std::vector<std::pair<A, int64_t>>{{A::global, 4}, {A::group_reduce, 4096}}));
+  const Program p = codegen(k, {.opts = std::vector<Opt>{{OptOp::GROUP, 0, 128}}}, full_target());
+  EXPECT_EQ(p.local_size[0], 128u);
+  EXPECT_EQ(p.groups[0], 4u);
+}
+
+TEST(Opt, LocalSetsTheWorkgroupSize) {
+  const UOp k = kernel_of(input({64, 64}) + input({64, 64}).transpose());
+  const Program p = codegen(k, {.opts = std::vector<Opt>{{OptOp::LOCAL, 1, 16}}}, full_target());
+  EXPECT_EQ(p.local_size[0], 16u);
+  EXPECT_EQ(p.groups[0], 64u * 64 / 16);
+  EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::LOCAL, 1, 16}}));
+}
+
+TEST(Opt, HeuristicsPerTarget) {
+  const Target cpu = cpu::host_target(), gpu = full_target();
+  const UOp mm = kernel_of(input({32, 64}).matmul(input({64, 48})));
+  EXPECT_EQ(heuristic_opts(mm, cpu),
+            (std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 8}}));
+  EXPECT_EQ(
+      heuristic_opts(mm, gpu),
+      (std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 8}}));
+  const UOp big = kernel_of(input({256, 256}).matmul(input({256, 256})));
+  EXPECT_EQ(heuristic_opts(big, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
+  const UOp rows = kernel_of(input({4, 4096}).sum(1));
+  EXPECT_EQ(heuristic_opts(rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
+  EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
+  const UOp ew = kernel_of(input({64, 60}) * input({60, 64}).transpose());
+  EXPECT_TRUE(heuristic_opts(ew, cpu).empty());  // the C compiler vectorizes the loop
+  EXPECT_EQ(heuristic_opts(ew, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4}}));
+  // Every heuristic list applies.
+  for (const UOp& k : {mm, big, rows, ew}) {
+    EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
+    EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
+  }
+}
+
+TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
+  const Target cpu = cpu::host_target(), gpu = full_target();
+  Target no_shared = gpu;
+  no_shared.local_memory = false;
+  const UOp mm = kernel_of(input({32, 64}).matmul(input({64, 48})));
+  const UOp ew = kernel_of(input({64, 60}) + input({60, 64}).transpose());
+  struct Bad {
+    UOp kernel;
+    std::vector<Opt> opts;
+    Target target;
+    std::string why;
+  };
+  const std::vector<Bad> bad = {
+      {mm, {{OptOp::UPCAST, 2, 4}}, cpu, "no global axis 2 (2 of them)"},
+      {mm, {{OptOp::UPCAST, -1, 4}}, cpu, "no global axis -1"},
+      {mm, {{OptOp::UNROLL, 1, 4}}, cpu, "no reduce axis 1 (1 of them)"},
+      {mm, {{OptOp::UPCAST, 1, 5}}, cpu, "divide the axis's size, 48"},
+      {mm, {{OptOp::UPCAST, 1, 1}}, cpu, "at least 2"},
+      {mm, {{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 1, 16}}, cpu, "divide the axis's size, 3"},
+      {mm, {{OptOp::UPCAST, 0, 32}, {OptOp::UPCAST, 1, 16}}, cpu, "more than 256 values"},
+      {ew, {{OptOp::LOCAL, 1, 16}}, cpu, "launches no workgroups"},
+      {ew, {{OptOp::LOCAL, 0, 16}}, gpu, "innermost global axis, 1"},
+      {ew, {{OptOp::LOCAL, 1, 12}}, gpu, "power of two up to 1024"},
+      {ew, {{OptOp::LOCAL, 1, 2048}}, gpu, "power of two up to 1024"},
+      {ew, {{OptOp::LOCAL, 1, 16}, {OptOp::LOCAL, 1, 8}}, gpu, "already set"},
+      {mm, {{OptOp::GROUP, 0, 64}}, no_shared, "no shared memory"},
+      {ew, {{OptOp::GROUP, 0, 64}}, gpu, "no reduction"},
+      {mm, {{OptOp::GROUP, 0, 64}, {OptOp::UPCAST, 1, 4}}, gpu, "no upcast or unroll"},
+      {mm, {{OptOp::UPCAST, 1, 4}, {OptOp::GROUP, 0, 64}}, gpu, "no other action"},
+      {mm, {{OptOp::GROUP, 0, 100}}, gpu, "power of two"},
+      {mm,
+       {{OptOp::GROUP, 0, 1024}},
+       [&] {
+         Target t = gpu;
+         t.max_shared_bytes = 1024;
+         return t;
+       }(),
+       "4096 bytes of shared memory, over the target's 1024"},
+      {mm, {{OptOp::GEMM, 0, 0}}, gpu, "renders no packed GEMM"},
+      {mm, {{OptOp::GEMM, 0, 0}}, cpu, "not a large float32 matmul-like kernel"},
+      {ew, {{OptOp::GEMM, 0, 0}, {OptOp::UPCAST, 1, 4}}, cpu, "GEMM takes no other action"},
+  };
+  for (const Bad& b : bad) {
+    const std::string what = error_of(b.kernel, b.opts, b.target);
+    const std::string opts = to_string(b.opts);
+    EXPECT_TRUE(contains(what, b.why)) << opts << ": " << what;
+    EXPECT_TRUE(contains(what, kernel_name(b.kernel))) << what;
+    EXPECT_TRUE(contains(what, opts)) << what;
+  }
+  // Through codegen too, and a symbolic axis is never split.
+  EXPECT_THROW(codegen(mm, {.opts = std::vector<Opt>{{OptOp::UPCAST, 1, 5}}}, cpu), Error);
+  const UOp rows = simplify(symbolic_kernels::row_sums().ast);
+  const std::string sym = error_of(rows, {{OptOp::UPCAST, 0, 2}}, cpu);
+  EXPECT_TRUE(contains(sym, "symbolic")) << sym;
+}
+
+TEST(Opt, ToStringSpellsTheList) {
+  EXPECT_EQ(to_string(std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::GEMM, 0, 0}}),
+            "[UPCAST(1, 4), GEMM(0, 0)]");
+  EXPECT_EQ(to_string(std::vector<Opt>{}), "[]");
+}
+
+}  // namespace
+}  // namespace vkgrad
