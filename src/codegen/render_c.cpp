@@ -163,8 +163,7 @@ std::string const_literal(const UOp& c) {
 }
 
 // Binary/unary ALU expression in C for result dtype `d` over operand expressions.
-std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& s,
-                     const UOp* divisor) {
+std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& s, const UOp*) {
   const std::string T = ctype(d);
   const bool wrap = is_signed_int(d);
   auto wrapped = [&](const char* o) {
@@ -189,23 +188,10 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
       return fmt::format("(-{})", s[0]);
     case Ops::FDIV:
       return fmt::format("({} / {})", s[0], s[1]);
-    case Ops::IDIV:
-    case Ops::MOD: {
-      const char* o = op == Ops::IDIV ? "/" : "%";
-      const bool safe_const = divisor && divisor->is_const() && !divisor->is_const(0) &&
-                              !(is_signed_int(d) && divisor->is_const(-1));
-      if (safe_const || d == dtypes::index)
-        return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
-      // Division by zero gives 0; MIN / -1 wraps (x86 would trap on both).
-      if (is_signed_int(d))
-        return op == Ops::IDIV
-                   ? fmt::format(
-                         "({1} == 0 ? ({2})0 : {1} == -1 ? ({2})(0 - ({3}){0}) : ({2})({0} / {1}))",
-                         s[0], s[1], T, utype(d))
-                   : fmt::format("({1} == 0 || {1} == -1 ? ({2})0 : ({2})({0} % {1}))", s[0], s[1],
-                                 T);
-      return fmt::format("({1} == 0 ? ({2})0 : ({2})({0} {3} {1}))", s[0], s[1], T, o);
-    }
+    case Ops::IDIV:  // divisors are safe: decompose guarded zero and MIN / -1
+      return fmt::format("(({})({} / {}))", T, s[0], s[1]);
+    case Ops::MOD:
+      return fmt::format("(({})({} % {}))", T, s[0], s[1]);
     case Ops::MAX:
       if (d.is_bool()) return fmt::format("({} | {})", s[0], s[1]);
       if (d.is_float()) return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
@@ -321,8 +307,7 @@ class CRenderer : public Linearizer {
   }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
                   const UOp* u) const override {
-    const UOp* divisor = u && u->src().size() > 1 ? &u->src(1) : nullptr;
-    return alu_expr(op, d, sd, s, divisor);
+    return alu_expr(op, d, sd, s, u);
   }
   std::string cast(DType from, DType to, const std::string& x) const override {
     return cast_expr(from, to, x);

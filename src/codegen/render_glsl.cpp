@@ -64,10 +64,6 @@ enum Helper : int {
   kMaxD,
   kHalf,
   kBf16,
-  kDivI,
-  kDivU,
-  kDivL,
-  kDivUL,
   kExp2F,
   kLog2F,
   kSqrtF,
@@ -128,20 +124,6 @@ uint vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-)",
-    // Integer division: by zero gives 0, MIN / -1 wraps, truncating (the divisor is made safe
-    // first, since SPIR-V leaves both cases undefined and a CPU driver may trap).
-    R"(int vkg_idiv(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return b == 0 ? 0 : b == -1 ? -a : a / d; }
-int vkg_imod(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return (b == 0 || b == -1) ? 0 : a - (a / d) * d; }
-)",
-    R"(uint vkg_udiv(uint a, uint b) { return b == 0u ? 0u : a / max(b, 1u); }
-uint vkg_umod(uint a, uint b) { return b == 0u ? 0u : a % max(b, 1u); }
-)",
-    R"(int64_t vkg_ldiv(int64_t a, int64_t b) { int64_t d = (b == 0l || b == -1l) ? 1l : b; return b == 0l ? 0l : b == -1l ? -a : a / d; }
-int64_t vkg_lmod(int64_t a, int64_t b) { int64_t d = (b == 0l || b == -1l) ? 1l : b; return (b == 0l || b == -1l) ? 0l : a - (a / d) * d; }
-)",
-    R"(uint64_t vkg_uldiv(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a / max(b, 1ul); }
-uint64_t vkg_ulmod(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a % max(b, 1ul); }
 )",
     // float32 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 8), then 2^n;
     // GLSL's exp2 promises only 3 + 2|x| ULP.
@@ -307,7 +289,6 @@ uint64_t vkg_ulmod(uint64_t a, uint64_t b) { return b == 0ul ? 0ul : a % max(b, 
 
 bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 bool is_small_int(DType d) { return d.is_int() && d != dtypes::index && d.itemsize() < 4; }
-bool is_signed_int(DType d) { return d.is_int() && !d.is_unsigned(); }
 bool is_vec_dtype(DType d) {
   return d.scalar() == dtypes::float32 || d.scalar() == dtypes::int32 ||
          d.scalar() == dtypes::uint32;
@@ -728,29 +709,13 @@ class GlslRenderer : public Linearizer {
         throw InternalError(fmt::format("render_glsl: no GLSL form for {}", op_name(op)));
     }
   }
+  // Divisors are safe (decompose guarded zero and MIN / -1). GLSL's % is undefined for negative
+  // operands (glslang emits a floored OpSMod): C's truncating remainder is written out.
   std::string divmod(Ops op, DType d, const std::vector<std::string>& s, const UOp* u) const {
-    const bool idiv = op == Ops::IDIV;
-    const UOp* divisor = u && u->src().size() > 1 ? &u->src(1) : nullptr;
-    const bool safe = (divisor && divisor->is_const() && !divisor->is_const(0) &&
-                       !(is_signed_int(d) && divisor->is_const(-1))) ||
-                      d == dtypes::index;
-    if (safe) {
-      if (idiv) return wrap(d, fmt::format("({} / {})", s[0], s[1]));
-      // GLSL's % is undefined for negative operands (glslang emits a floored OpSMod).
-      const bool nonneg = d.is_unsigned() || (u && u->src(0).vmin() >= 0 && u->src(1).vmin() > 0);
-      if (nonneg) return fmt::format("({} % {})", s[0], s[1]);
-      return fmt::format("({0} - ({0} / {1}) * {1})", s[0], s[1]);
-    }
-    const std::string t = glsl_type(d);
-    const char* fn = nullptr;
-    Helper h = kDivI;
-    if (t == "int") fn = idiv ? "vkg_idiv" : "vkg_imod";
-    if (t == "uint") h = kDivU, fn = idiv ? "vkg_udiv" : "vkg_umod";
-    if (t == "int64_t") h = kDivL, fn = idiv ? "vkg_ldiv" : "vkg_lmod";
-    if (t == "uint64_t") h = kDivUL, fn = idiv ? "vkg_uldiv" : "vkg_ulmod";
-    if (!fn) throw InternalError("render_glsl: integer division of " + d.name());
-    use(h);
-    return wrap(d, fmt::format("{}({}, {})", fn, s[0], s[1]));
+    if (op == Ops::IDIV) return wrap(d, fmt::format("({} / {})", s[0], s[1]));
+    const bool nonneg = d.is_unsigned() || (u && u->src(0).vmin() >= 0 && u->src(1).vmin() > 0);
+    if (nonneg) return fmt::format("({} % {})", s[0], s[1]);
+    return fmt::format("({0} - ({0} / {1}) * {1})", s[0], s[1]);
   }
   std::string cast(DType from, DType to, const std::string& x) const override {
     if (to.is_bool()) return from.is_bool() ? x : fmt::format("({} != {})", x, zero_of(from));

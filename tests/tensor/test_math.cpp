@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "ir/interp.hpp"
 
 namespace vkgrad {
 namespace {
@@ -314,6 +315,37 @@ TEST_P(MathTest, IntegerDivisionAndModulo) {
   const Tensor big = make_tensor({-(1e12 + 7), 1e12 + 7}, {2}, dtypes::int64, dev());
   expect_values(big.div(int64_t{1000}, "floor"), {2}, dtypes::int64, {-1e9 - 1, 1e9});
   expect_values(big.mod(int64_t{1000}), {2}, dtypes::int64, {993, 7});
+}
+
+// Shifts by the type's width or more, or by a negative amount, give 0 (and -1 for a negative
+// value shifted right) on every device, as the reference interpreter defines them.
+TEST_P(MathTest, ShiftsAgreeWithTheInterpreterAtEveryAmount) {
+  for (DType d : {dtypes::int8, dtypes::uint8, dtypes::int16, dtypes::int32, dtypes::uint32,
+                  dtypes::int64, dtypes::uint64}) {
+    const int bits = static_cast<int>(d.itemsize()) * 8;
+    std::vector<double> a, s;
+    for (int amount = -3; amount <= bits + 5; ++amount)
+      for (double v : {1.0, 5.0, d.is_unsigned() ? 200.0 : -7.0, d.is_unsigned() ? 77.0 : -1.0}) {
+        a.push_back(v);
+        s.push_back(d.is_unsigned() && amount < 0 ? bits + 40 + amount : amount);
+      }
+    const int64_t n = static_cast<int64_t>(a.size());
+    std::vector<double> shl(a.size()), shr(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      auto eval = [&](Ops op) {
+        const UOp e = UOp::const_(d, static_cast<int64_t>(a[i]))
+                          .alu(op, UOp::const_(d, static_cast<int64_t>(s[i])));
+        const ConstValue v = evaluate(e);
+        return d.is_unsigned() ? static_cast<double>(static_cast<uint64_t>(std::get<int64_t>(v)))
+                               : static_cast<double>(std::get<int64_t>(v));
+      };
+      shl[i] = eval(Ops::SHL);
+      shr[i] = eval(Ops::SHR);
+    }
+    const Tensor ta = make_tensor(a, {n}, d, dev()), ts = make_tensor(s, {n}, d, dev());
+    expect_values(ta << ts, {n}, d, shl);
+    expect_values(ta >> ts, {n}, d, shr);
+  }
 }
 
 TEST_P(MathTest, FloatDivisionAndModulo) {

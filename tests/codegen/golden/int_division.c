@@ -56,7 +56,7 @@ void E_7(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
     int32_t v4 = ((int32_t)(0 - (uint32_t)v3));
     bool_t v5 = ((bool_t)(v2 | v1));
     int32_t v6 = (v5 ? ((int32_t)1) : v0);
-    int32_t v7 = (v6 == 0 ? (int32_t)0 : v6 == -1 ? (int32_t)(0 - (uint32_t)v3) : (int32_t)(v3 / v6));
+    int32_t v7 = ((int32_t)(v3 / v6));
     int32_t v8 = (v2 ? v4 : v7);
     int32_t v9 = (v1 ? ((int32_t)0) : v8);
     data0[gidx0] = v9;

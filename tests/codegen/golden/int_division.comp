@@ -18,8 +18,6 @@ layout(set = 0, binding = 0, std430) restrict writeonly buffer B0 { int data0[];
 layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { int data1[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { int data2[]; };
 #endif
-int vkg_idiv(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return b == 0 ? 0 : b == -1 ? -a : a / d; }
-int vkg_imod(int a, int b) { int d = (b == 0 || b == -1) ? 1 : b; return (b == 0 || b == -1) ? 0 : a - (a / d) * d; }
 // E_7
 void main() {
   int gid = int(gl_WorkGroupID.x) * 8 + int(gl_LocalInvocationID.x);
@@ -32,7 +30,7 @@ void main() {
   int v4 = (-v3);
   bool v5 = (v2 || v1);
   int v6 = (v5 ? 1 : v0);
-  int v7 = vkg_idiv(v3, v6);
+  int v7 = (v3 / v6);
   int v8 = (v2 ? v4 : v7);
   int v9 = (v1 ? 0 : v8);
   data0[gidx0] = v9;

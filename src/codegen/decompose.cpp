@@ -1,0 +1,70 @@
+// codegen: decompositions — the integer semantics every target shares, written once as UOp rules
+// and rendered by every language as plain operators (see decompose in pipeline.hpp):
+//   a / b, a % b on integers: by zero gives 0; signed MIN / -1 wraps to MIN and MIN % -1 is 0
+//                  (x86 would trap on both, SPIR-V leaves them undefined):
+//                    a / b -> where(b == 0, 0, where(b == -1, -a, a / where(bad, 1, b)))
+//                    a % b -> where(bad, 0, a % where(bad, 1, b)),   bad = b == 0 | b == -1
+//                  (unsigned: bad = b == 0); a constant divisor that is neither needs nothing,
+//                  and index math (the kernel's own, in range by construction) is left alone.
+//   a << s, a >> s: a shift by the type's width or more, or by a negative amount, gives 0, and
+//                  -1 for a negative a shifted right (the interpreter's semantics, ir/interp.cpp):
+//                    a << s -> where(ok, a << where(ok, s, 0), 0),   ok = 0 <= s < width
+// A rewritten divisor or shift amount is where(_, 1, _) or where(_, _, 0), which the rules
+// recognize as already guarded, so the rewrite reaches a fixed point.
+#include "codegen/pipeline.hpp"
+#include "ir/graph_rewrite.hpp"
+#include "ir/upat.hpp"
+
+namespace vkgrad {
+namespace {
+
+bool is_int(DType d) { return d.is_int() && d != dtypes::index; }
+
+UOp guard_division(const Match& m) {
+  const UOp& u = m.root();
+  const DType d = u.dtype();
+  const UOp &a = u.src(0), &b = u.src(1);
+  if (!is_int(d)) return {};
+  const bool is_signed = !d.is_unsigned();
+  if (b.is_const() && !b.is_const(0) && !(is_signed && b.is_const(-1))) return {};
+  if (b.op() == Ops::WHERE && b.src(1).is_const(1)) return {};  // guarded already
+  const UOp zero = b.const_like(int64_t{0}), one = b.const_like(int64_t{1});
+  const UOp is_zero = b.eq(zero);
+  const UOp bad = is_signed ? is_zero.alu(Ops::OR, b.eq(b.const_like(int64_t{-1}))) : is_zero;
+  const UOp safe = u.replace({a, bad.where(one, b)});
+  if (u.op() == Ops::MOD) return bad.where(zero, safe);
+  if (!is_signed) return is_zero.where(zero, safe);
+  return is_zero.where(zero, b.eq(b.const_like(int64_t{-1})).where(a.alu(Ops::NEG), safe));
+}
+
+UOp guard_shift(const Match& m) {
+  const UOp& u = m.root();
+  const DType d = u.dtype();
+  const UOp &a = u.src(0), &s = u.src(1);
+  if (!is_int(d)) return {};
+  if (s.op() == Ops::WHERE && s.src(2).is_const(0)) return {};  // guarded already
+  const int64_t bits = d.itemsize() * 8;
+  if (s.is_const() && s.vmin() >= 0 && s.vmax() < bits) return {};
+  const UOp zero = s.const_like(int64_t{0});
+  UOp ok = s.lt(s.const_like(bits));
+  if (!d.is_unsigned()) ok = ok.alu(Ops::AND, s.lt(zero).logical_not());
+  const UOp shifted = u.replace({a, ok.where(s, zero)});
+  UOp out_of_range = a.const_like(int64_t{0});
+  if (u.op() == Ops::SHR && !d.is_unsigned())
+    out_of_range = a.lt(a.const_like(int64_t{0})).where(a.const_like(int64_t{-1}), out_of_range);
+  return ok.where(shifted, out_of_range);
+}
+
+const PatternMatcher pm_decompose({
+    rule(UPat::ops(OpSet{Ops::IDIV, Ops::MOD}), guard_division),
+    rule(UPat::ops(OpSet{Ops::SHL, Ops::SHR}), guard_shift),
+});
+
+}  // namespace
+
+UOp decompose(const UOp& kernel, const Target& target) {
+  (void)target;  // every target has the same integer semantics
+  return graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
+}
+
+}  // namespace vkgrad
