@@ -235,4 +235,16 @@ std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launche
 
 std::unique_ptr<Runtime> make_runtime() { return std::make_unique<CpuRuntime>(); }
 
+Backend backend() {
+  Backend b;
+  b.prefix = "CPU";
+  b.title = "CPU";
+  b.host = true;
+  b.open = [](int) { return make_runtime(); };
+  b.list = [](std::string*) {
+    return std::vector<DeviceEntry>{{0, "CPU", "host", DeviceKind::host, 0}};
+  };
+  return b;
+}
+
 }  // namespace vkgrad::cpu

@@ -10,8 +10,8 @@
 #include <vector>
 #include <vkgrad/tensor.hpp>
 
-#include "codegen/runtime.hpp"
 #include "ir/uop.hpp"
+#include "runtime/device.hpp"
 
 namespace vkgrad::engine {
 
