@@ -25,10 +25,10 @@
 #include <vkgrad/stats.hpp>
 
 #include "codegen/pipeline.hpp"
-#include "cpu/runtime.hpp"
+#include "engine/internal.hpp"
 #include "ir/print.hpp"
+#include "runtime/registry.hpp"
 #include "sched/schedule.hpp"
-#include "vk/vk.hpp"
 
 namespace vkgrad {
 namespace engine {
@@ -65,24 +65,25 @@ struct Devices {
   }
 };
 
+// Device names are a backend's prefix ("CPU", "VULKAN") and, for a backend with several devices,
+// "PREFIX:N" (runtime/registry.hpp). "VULKAN" is the Vulkan device picked by VKGRAD_VK_DEVICE or
+// the selection order (discrete > integrated > virtual > cpu); "VULKAN:N" naming the picked
+// device is the same device as "VULKAN" (and canonicalizes to it).
+std::span<const Backend> all_backends() {
+  register_backends();
+  return backends();
+}
+
+// The device everything falls back to: the host backend's.
+std::string host_device() {
+  for (const Backend& b : all_backends())
+    if (b.host) return b.prefix;
+  throw InternalError("engine: no host backend registered");
+}
+
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-// Device names: "CPU"; "VULKAN" is the Vulkan device picked by VKGRAD_VK_DEVICE or the
-// selection order (discrete > integrated > virtual > cpu); "VULKAN:N" is device N of that order.
-// "VULKAN:N" naming the picked device is the same device as "VULKAN" (and canonicalizes to it).
-std::unique_ptr<Runtime> open_runtime(const std::string& device) {
-  if (device == "CPU") return cpu::make_runtime();
-  if (device == "VULKAN") return vk::make_runtime(-1);
-  if (device.rfind("VULKAN:", 0) == 0) {
-    const std::string n = device.substr(7);
-    if (!n.empty() && n.size() < 6 && std::all_of(n.begin(), n.end(), ::isdigit))
-      return vk::make_runtime(std::stoi(n));
-  }
-  throw DeviceError(
-      fmt::format("unknown device '{}' (device names: CPU, VULKAN, VULKAN:N)", device));
 }
 
 Runtime& runtime_of(const std::string& device) {
@@ -90,8 +91,9 @@ Runtime& runtime_of(const std::string& device) {
   std::lock_guard lock(d.mu);
   auto it = d.open.find(device);
   if (it != d.open.end()) return *it->second;
+  register_backends();
   try {
-    return *d.open.emplace(device, open_runtime(device)).first->second;
+    return *d.open.emplace(device, open_device(device)).first->second;
   } catch (const DeviceError& e) {
     const std::string why = e.what();
     if (why.find(device) != std::string::npos) throw;
@@ -103,7 +105,15 @@ Runtime& runtime_of(const std::string& device) {
 // ----------------------------------------------------------------------------------------
 std::mutex g_stats_mu;
 RuntimeStats g_stats;
-int64_t g_validation_base = 0;  // vk::validation_messages() at the last reset
+int64_t g_validation_base = 0;  // validation_messages() at the last reset
+
+// The validation messages every backend has reported so far.
+int64_t validation_messages() {
+  int64_t n = 0;
+  for (const Backend& b : all_backends())
+    if (b.validation_messages) n += b.validation_messages();
+  return n;
+}
 
 // ---- storage
 // ----------------------------------------------------------------------------------------
@@ -348,14 +358,20 @@ void record_times(const CachedSchedule& cs, const std::string& device,
 std::string canonical_device(const std::string& device) {
   if (device.empty()) return vkgrad::default_device();
   std::string d = upper(device);
-  if (d == "CPU:0") d = "CPU";
-  if (d.rfind("VULKAN:", 0) == 0) {
-    // The picked Vulkan device has one name, "VULKAN", so both spellings share its buffers.
-    try {
-      if (runtime_of("VULKAN").name() == d) return "VULKAN";
-    } catch (const DeviceError&) {
-      // No default Vulkan device; "VULKAN:N" may still open below or explain why not.
+  for (const Backend& b : all_backends()) {
+    if (d.rfind(b.prefix + ":", 0) != 0) continue;
+    if (!b.indexed) {
+      if (d == b.prefix + ":0") d = b.prefix;  // "CPU:0": the backend's only device
+    } else {
+      // The device the backend picks has one name, its prefix ("VULKAN"), so both spellings
+      // share its buffers.
+      try {
+        if (runtime_of(b.prefix).name() == d) return b.prefix;
+      } catch (const DeviceError&) {
+        // No device picked; "VULKAN:N" may still open below or explain why not.
+      }
     }
+    break;
   }
   runtime_of(d);  // throws DeviceError if it cannot open
   return d;
@@ -538,31 +554,36 @@ std::string default_device() {
     std::lock_guard lock(d.mu);
     if (!d.default_device.empty()) return d.default_device;
   }
-  std::string dev = "CPU";
+  std::string dev = engine::host_device();
   if (const char* env = std::getenv("DEVICE"); env && *env) {
     dev = engine::canonical_device(env);
   } else {
-    // A Vulkan GPU when one opens. A CPU-type Vulkan device (lavapipe) is slower than the CPU
+    // A GPU when one opens. A CPU implementation of a GPU API (lavapipe) is slower than the host
     // backend, so it is used only when asked for by name.
-    std::string why;
-    const std::vector<vk::DeviceSummary> found = vk::enumerate(&why);
-    const bool gpu = !found.empty() && found[0].type != "cpu" && found[0].type != "other";
     std::string reason;
-    if (gpu) {
-      try {
-        engine::runtime_of("VULKAN");
-        dev = "VULKAN";
-        reason = fmt::format("Vulkan device '{}' ({})", found[0].name, found[0].type);
-      } catch (const Error& e) {
-        reason = fmt::format("Vulkan device '{}' did not open: {}", found[0].name, e.what());
+    for (const Backend& b : engine::all_backends()) {
+      if (b.host) continue;
+      std::string why;
+      const std::vector<DeviceEntry> found = b.list(&why);
+      if (found.empty()) {
+        reason = fmt::format("no {} device: {}", b.title, why);
+        continue;
       }
-    } else if (!found.empty()) {
-      reason = fmt::format(
-          "the only Vulkan device, '{}', is a CPU implementation (DEVICE=VULKAN "
-          "uses it)",
-          found[0].name);
-    } else {
-      reason = "no Vulkan device: " + why;
+      const DeviceEntry& best = *std::min_element(found.begin(), found.end(), better);
+      if (best.kind != DeviceKind::gpu) {
+        reason =
+            fmt::format("the only {} device, '{}', is a CPU implementation (DEVICE={} uses it)",
+                        b.title, best.label, b.prefix);
+        continue;
+      }
+      try {
+        engine::runtime_of(b.prefix);
+        dev = b.prefix;
+        reason = fmt::format("{} device '{}' ({})", b.title, best.label, best.type);
+        break;
+      } catch (const Error& e) {
+        reason = fmt::format("{} device '{}' did not open: {}", b.title, best.label, e.what());
+      }
     }
     if (engine::debug_level() >= 1)
       std::fprintf(stderr, "default device %s: %s\n", dev.c_str(), reason.c_str());
@@ -573,20 +594,21 @@ std::string default_device() {
 }
 
 void set_default_device(const std::string& device) {
-  const std::string dev = engine::canonical_device(device.empty() ? "CPU" : device);
+  const std::string dev = engine::canonical_device(device.empty() ? engine::host_device() : device);
   engine::Devices& d = engine::Devices::get();
   std::lock_guard lock(d.mu);
   d.default_device = dev;
 }
 
 std::vector<std::string> devices() {
-  std::vector<std::string> out{"CPU"};
-  for (const vk::DeviceSummary& s : vk::enumerate()) {
-    const std::string name = fmt::format("VULKAN:{}", s.index);
-    try {
-      out.push_back(engine::canonical_device(name));
-    } catch (const Error&) {
-      // Listed by the loader but does not open: not usable here.
+  std::vector<std::string> out;
+  for (const Backend& b : engine::all_backends()) {
+    for (const DeviceEntry& e : b.list(nullptr)) {
+      try {
+        out.push_back(engine::canonical_device(device_name(b, e)));
+      } catch (const Error&) {
+        // Listed by its backend but does not open: not usable here.
+      }
     }
   }
   return out;
@@ -595,15 +617,17 @@ std::vector<std::string> devices() {
 std::string device_info() {
   std::string out;
   for (const std::string& d : devices()) out += engine::runtime_of(d).describe() + "\n";
-  std::string why;
-  if (vk::enumerate(&why).empty()) out += "VULKAN: not available (" + why + ")\n";
+  for (const Backend& b : engine::all_backends()) {
+    std::string why;
+    if (!b.host && b.list(&why).empty()) out += b.prefix + ": not available (" + why + ")\n";
+  }
   return out;
 }
 
 RuntimeStats runtime_stats() {
   std::lock_guard lock(engine::g_stats_mu);
   RuntimeStats s = engine::g_stats;
-  s.validation_messages = vk::validation_messages() - engine::g_validation_base;
+  s.validation_messages = engine::validation_messages() - engine::g_validation_base;
   s.live_nodes = static_cast<int64_t>(UOp::live_count());
   return s;
 }
@@ -611,7 +635,7 @@ void reset_runtime_stats() {
   {
     std::lock_guard lock(engine::g_stats_mu);
     engine::g_stats = {};
-    engine::g_validation_base = vk::validation_messages();
+    engine::g_validation_base = engine::validation_messages();
   }
   engine::KernelTotals& kt = engine::KernelTotals::get();
   std::lock_guard lock(kt.mu);
