@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vkgrad/device.hpp>
 
 #include "engine/internal.hpp"
@@ -154,15 +155,21 @@ void set_default_device(const std::string& device) {
   d.default_device = dev;
 }
 
+// Best first: every GPU (discrete > integrated > virtual), then the CPU backend, then CPU
+// implementations of a GPU API such as lavapipe (slower than the CPU backend); ties keep the
+// registration and listing order.
 std::vector<std::string> devices() {
+  std::vector<std::pair<DeviceEntry, std::string>> found;
+  for (const Backend& b : engine::all_backends())
+    for (const DeviceEntry& e : b.list(nullptr)) found.emplace_back(e, device_name(b, e));
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& x, const auto& y) { return better(x.first, y.first); });
   std::vector<std::string> out;
-  for (const Backend& b : engine::all_backends()) {
-    for (const DeviceEntry& e : b.list(nullptr)) {
-      try {
-        out.push_back(engine::canonical_device(device_name(b, e)));
-      } catch (const Error&) {
-        // Listed by its backend but does not open: not usable here.
-      }
+  for (const auto& [entry, name] : found) {
+    try {
+      out.push_back(engine::canonical_device(name));
+    } catch (const Error&) {
+      // Listed by its backend but does not open: not usable here.
     }
   }
   return out;
