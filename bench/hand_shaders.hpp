@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/runtime.hpp"
+#include "runtime/device.hpp"
 
 namespace vkgrad::bench {
 

@@ -1,7 +1,7 @@
 // bench: what every case of the `vkgrad bench` suite shares — random inputs, the timing loop
 // and its medians, a case's table row, the suite's state — and the cases that live outside
 // suite.cpp (hand-written shaders, dispatch cost, cold start). Internal to the CLI; uses the
-// public API plus the runtime interface (codegen/runtime.hpp) for the hand-written shaders.
+// public API plus the runtime interface (runtime/device.hpp) for the hand-written shaders.
 #pragma once
 
 #include <chrono>

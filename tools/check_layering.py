@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that includes point down the stage order only.
 
-    ir <- sched <- codegen <- vk, cpu <- engine <- tensor
+    ir <- sched <- codegen <- runtime <- vk, cpu <- engine <- tensor
 
 Every #include in src/<stage>/** and include/vkgrad/** is resolved to the stage it names:
   - a quoted include that exists relative to the including file belongs to that file's stage;
@@ -30,10 +30,11 @@ ALLOWED: dict[str, set[str]] = {
     "ir": set(),
     "sched": {"ir"},
     "codegen": {"sched", "ir"},
-    "vk": {"codegen", "sched", "ir"},
-    "cpu": {"codegen", "sched", "ir"},
-    "engine": {"vk", "cpu", "codegen", "sched", "ir"},
-    "tensor": {"engine", "vk", "cpu", "codegen", "sched", "ir"},
+    "runtime": {"codegen", "sched", "ir"},
+    "vk": {"runtime", "codegen", "sched", "ir"},
+    "cpu": {"runtime", "codegen", "sched", "ir"},
+    "engine": {"vk", "cpu", "runtime", "codegen", "sched", "ir"},
+    "tensor": {"engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
 }
 STAGES = set(ALLOWED)
 PUBLIC = "public"  # the stage name reported for include/vkgrad/
@@ -131,9 +132,11 @@ def self_test() -> bool:
         "src/ir/symbolic/rules_add.cpp": '#include "../uop.hpp"\n#include "ir/uop.hpp"\n',
         "src/sched/schedule.cpp": '#include "ir/uop.hpp"\n#include "schedule.hpp"\n',
         "src/sched/schedule.hpp": '#include "vkgrad/dtype.hpp"\n',
-        "src/vk/context.cpp": '#include <volk.h>\n#include "codegen/x.hpp"\n#include "ir/uop.hpp"\n',
-        "src/cpu/compile.cpp": '#include <dlfcn.h>\n#include "codegen/x.hpp"\n',
-        "src/engine/realize.cpp": '#include "vk/context.hpp"\n#include "cpu/compile.hpp"\n',
+        "src/runtime/device.hpp": '#include "codegen/program.hpp"\n',
+        "src/vk/context.cpp": '#include <volk.h>\n#include "runtime/device.hpp"\n#include "ir/uop.hpp"\n',
+        "src/cpu/compile.cpp": '#include <dlfcn.h>\n#include "runtime/device.hpp"\n',
+        "src/engine/backends.cpp": '#include "vk/context.hpp"\n#include "cpu/compile.hpp"\n',
+        "src/engine/realize.cpp": '#include "runtime/device.hpp"\n',
         "src/tensor/tensor.cpp": '#include "engine/realize.hpp"\n#include "ir/uop.hpp"\n',
         "include/vkgrad/vkgrad.hpp": '#include "dtype.hpp"\n#include <vkgrad/tensor.hpp>\n',
         "include/vkgrad/dtype.hpp": "#pragma once\n",
@@ -142,6 +145,8 @@ def self_test() -> bool:
         "src/vk/bad_sibling.cpp": '#include "cpu/compile.hpp"\n',
         "src/cpu/bad_sibling.cpp": '#  include "vk/context.hpp"\n',
         "src/codegen/bad_vulkan.cpp": "#include <vulkan/vulkan.h>\n",
+        "src/codegen/bad_up.cpp": '#include "runtime/device.hpp"\n',
+        "src/runtime/bad_backend.cpp": '#include "vk/context.hpp"\n',
         "src/engine/bad_dlfcn.cpp": "#include <dlfcn.h>\n",
         "src/ir/bad_relative.cpp": '#include "../sched/schedule.hpp"\n',
         "include/vkgrad/bad_public.hpp": '#pragma once\n#include "ir/uop.hpp"\n',
@@ -153,6 +158,8 @@ def self_test() -> bool:
         "src/vk/bad_sibling.cpp:1: stage vk may not include cpu (cpu/compile.hpp)",
         "src/cpu/bad_sibling.cpp:1: stage cpu may not include vk (vk/context.hpp)",
         "src/codegen/bad_vulkan.cpp:1: stage codegen may not include vulkan/vulkan.h",
+        "src/codegen/bad_up.cpp:1: stage codegen may not include runtime (runtime/device.hpp)",
+        "src/runtime/bad_backend.cpp:1: stage runtime may not include vk (vk/context.hpp)",
         "src/engine/bad_dlfcn.cpp:1: stage engine may not include dlfcn.h",
         "src/ir/bad_relative.cpp:1: stage ir may not include sched (../sched/schedule.hpp)",
         "include/vkgrad/bad_public.hpp:2: stage public may not include ir (ir/uop.hpp)",

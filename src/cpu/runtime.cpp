@@ -252,4 +252,16 @@ Target host_target() {
 
 std::unique_ptr<Runtime> make_runtime() { return std::make_unique<CpuRuntime>(); }
 
+Backend backend() {
+  Backend b;
+  b.prefix = "CPU";
+  b.title = "CPU";
+  b.host = true;
+  b.open = [](int) { return make_runtime(); };
+  b.list = [](std::string*) {
+    return std::vector<DeviceEntry>{{0, "CPU", "host", DeviceKind::host, 0}};
+  };
+  return b;
+}
+
 }  // namespace vkgrad::cpu

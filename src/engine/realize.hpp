@@ -1,6 +1,7 @@
-// engine: turns tensor-level graphs into results — the device registry, buffer storage (owned by
-// BUFFER nodes), realize (schedule cache, memory plan, compile, run) and runtime counters.
-// Depends on sched, codegen and the runtimes (cpu, later vk); knows nothing of Tensor.
+// engine: turns tensor-level graphs into results — device names, buffer storage (owned by BUFFER
+// nodes), realize (schedule cache, memory plan, compile, run) and runtime counters. Depends on
+// sched and the runtime interface; names no backend (backends.cpp registers them) and knows
+// nothing of Tensor.
 #pragma once
 
 #include <memory>
@@ -10,8 +11,8 @@
 #include <vector>
 #include <vkgrad/tensor.hpp>
 
-#include "codegen/runtime.hpp"
 #include "ir/uop.hpp"
+#include "runtime/device.hpp"
 
 namespace vkgrad::engine {
 

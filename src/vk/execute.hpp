@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "codegen/runtime.hpp"
+#include "runtime/device.hpp"
 #include "vk/device.hpp"
 #include "vk/memory.hpp"
 #include "vk/pipeline.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "codegen/program.hpp"
-#include "codegen/runtime.hpp"
+#include "runtime/device.hpp"
 #include "vk/compile.hpp"
 #include "vk/device.hpp"
 

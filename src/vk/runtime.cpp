@@ -198,6 +198,28 @@ std::unique_ptr<Runtime> make_runtime(int index) {
   return std::make_unique<VulkanRuntime>(std::make_shared<Executor>(std::move(device)));
 }
 
+Backend backend() {
+  Backend b;
+  b.prefix = "VULKAN";
+  b.title = "Vulkan";
+  b.indexed = true;
+  b.open = make_runtime;
+  b.list = [](std::string* why) {
+    std::vector<DeviceEntry> out;
+    for (const DeviceSummary& s : enumerate(why)) {
+      // enumerate() is in selection order already: the index ranks devices of one kind.
+      const DeviceKind kind = s.type == "discrete" || s.type == "integrated" || s.type == "virtual"
+                                  ? DeviceKind::gpu
+                              : s.type == "cpu" ? DeviceKind::cpu_implementation
+                                                : DeviceKind::other;
+      out.push_back({s.index, s.name, s.type, kind, s.index});
+    }
+    return out;
+  };
+  b.validation_messages = validation_messages;
+  return b;
+}
+
 int64_t validation_messages() { return g_validation_messages.load(); }
 
 Counters counters() {

@@ -1,7 +1,8 @@
 // vk: the Vulkan backend — instance and device through volk (no link-time libvulkan), memory
 // suballocated from large blocks, GLSL compiled in-process by glslang with SPIR-V and pipeline
 // disk caches, every realize recorded into one command buffer, and graph replay. Implements
-// codegen/runtime.hpp; the engine sees only this header.
+// runtime/device.hpp and describes itself for runtime/registry.hpp; the engine sees only this
+// header. Never includes anything from src/cpu.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime.hpp"
+#include "runtime/device.hpp"
+#include "runtime/registry.hpp"
 
 namespace vkgrad::vk {
 
@@ -29,6 +31,10 @@ std::vector<DeviceSummary> enumerate(std::string* why = nullptr);
 // Opens device `index` of enumerate() (-1: VKGRAD_VK_DEVICE=<index|name substring>, else the
 // first). Throws DeviceError with the reason when Vulkan or the device cannot open.
 std::unique_ptr<Runtime> make_runtime(int index);
+
+// The backend "VULKAN": the devices of enumerate() as "VULKAN:N" (GPUs by type, then CPU
+// implementations such as lavapipe), opened by make_runtime; "VULKAN" is make_runtime(-1).
+Backend backend();
 
 // Messages the Khronos validation layer reported so far (VKGRAD_VALIDATION=1), process-wide.
 // Every message is also printed to stderr.

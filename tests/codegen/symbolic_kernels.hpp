@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime.hpp"
 #include "ir/uop.hpp"
+#include "runtime/device.hpp"
 
 namespace vkgrad::symbolic_kernels {
 

@@ -1,10 +1,13 @@
 // tests/tensor: device names and selection, the machine without Vulkan, and every Vulkan device
 // against the CPU backend on the same inputs (beyond each suite's double-precision references).
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <vkgrad/stats.hpp>
 
+#include "engine/realize.hpp"
 #include "harness.hpp"
+#include "runtime/registry.hpp"
 
 namespace vkgrad::testing {
 namespace {
@@ -32,6 +35,37 @@ TEST(DeviceNames, CanonicalSpellings) {
   }
   EXPECT_THROW((void)Tensor::zeros({2}, {}, "VULKAN:x"), DeviceError);
   EXPECT_THROW((void)Tensor::zeros({2}, {}, "VULKAN:97"), DeviceError);
+}
+
+// devices() is best first: GPUs (discrete > integrated > virtual), then the CPU backend, then
+// CPU implementations of a GPU API (lavapipe), which are slower than the CPU backend.
+TEST(DeviceNames, BestFirst) {
+  auto entry = [](DeviceKind kind, int rank) { return DeviceEntry{0, "", "", kind, rank}; };
+  std::vector<DeviceEntry> made = {
+      entry(DeviceKind::other, 0), entry(DeviceKind::cpu_implementation, 3),
+      entry(DeviceKind::host, 0), entry(DeviceKind::gpu, 1), entry(DeviceKind::gpu, 0)};
+  std::stable_sort(made.begin(), made.end(), better);
+  std::vector<std::pair<DeviceKind, int>> order;
+  for (const DeviceEntry& e : made) order.emplace_back(e.kind, e.rank);
+  EXPECT_EQ(order, (std::vector<std::pair<DeviceKind, int>>{{DeviceKind::gpu, 0},
+                                                            {DeviceKind::gpu, 1},
+                                                            {DeviceKind::host, 0},
+                                                            {DeviceKind::cpu_implementation, 3},
+                                                            {DeviceKind::other, 0}}));
+
+  // The devices here, as their backends list them ("VULKAN" is the picked "VULKAN:N").
+  const std::vector<std::string> listed = devices();
+  std::vector<DeviceEntry> here;
+  for (const std::string& d : listed) {
+    const std::string name = engine::runtime(d).name();
+    bool found = false;
+    for (const Backend& b : backends())
+      for (const DeviceEntry& e : b.list(nullptr))
+        if (device_name(b, e) == name) here.push_back(e), found = true;
+    EXPECT_TRUE(found) << d << " (" << name << ") is listed by no backend";
+  }
+  for (size_t i = 1; i < here.size(); ++i)
+    EXPECT_FALSE(better(here[i], here[i - 1])) << listed[i] << " is better than " << listed[i - 1];
 }
 
 TEST(DeviceNames, PickedVulkanDeviceHasOneName) {

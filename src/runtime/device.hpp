@@ -1,6 +1,7 @@
-// codegen: the interface a backend implements — memory, rendering a kernel AST for the device,
+// runtime: the interface a backend implements — memory, rendering a kernel AST for the device,
 // compiling it, and running a list of kernels — so the engine above never names Vulkan or
-// dlopen. src/cpu and src/vk implement it; engine/device.cpp registers them by device name.
+// dlopen. src/cpu and src/vk implement it and are opened by device name through registry.hpp.
+// Depends on codegen (Program); never includes a backend.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,204 @@
+// engine: the schedule cache (by device and normalized graph), the compiled kernel cache (by
+// device and interned kernel AST, so one AST compiles once per device) and the kernel timing
+// totals behind kernel_times().
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "codegen/pipeline.hpp"
+#include "engine/internal.hpp"
+#include "ir/print.hpp"
+
+namespace vkgrad {
+namespace engine {
+namespace {
+
+// ---- schedule cache -----------------------------------------------------------------------------
+struct ScheduleCache {
+  std::mutex mu;
+  // By (runtime, normalized graph): a graph without buffers (arange, full) names no device.
+  std::map<std::pair<const Runtime*, const UOpNode*>, std::shared_ptr<CachedSchedule>> by_key;
+  // Compiled kernels by (runtime, interned kernel AST): one AST compiles once per device.
+  struct KernelKey {
+    const Runtime* runtime;
+    const UOpNode* ast;
+    bool operator==(const KernelKey&) const = default;
+  };
+  struct KernelKeyHash {
+    size_t operator()(const KernelKey& k) const {
+      return std::hash<const void*>()(k.runtime) * 31 + std::hash<const void*>()(k.ast);
+    }
+  };
+  struct Compiled {
+    UOp ast;  // keeps the key's node alive
+    std::shared_ptr<CompiledKernel> kernel;
+    std::vector<std::string> vars;
+    Estimates estimates;
+  };
+  std::unordered_map<KernelKey, Compiled, KernelKeyHash> kernels;
+  static ScheduleCache& get() {
+    static ScheduleCache* c = new ScheduleCache();
+    return *c;
+  }
+};
+constexpr size_t kMaxCachedSchedules = 4096;
+
+// ---- kernel times -------------------------------------------------------------------------------
+std::atomic<bool> g_kernel_timing{false};
+struct KernelTotals {
+  std::mutex mu;
+  std::map<const CompiledKernel*, KernelTime> by_kernel;
+  // The kernels are held so that no other kernel reuses an address that keys a total.
+  std::vector<std::shared_ptr<CompiledKernel>> held;
+  static KernelTotals& get() {
+    static KernelTotals* t = new KernelTotals();
+    return *t;
+  }
+};
+
+std::string rate(double amount, double ms, const char* unit) {
+  return ms > 0 && amount > 0 ? fmt::format("{:8.2f} {}", amount / ms * 1e-6, unit) : "";
+}
+
+}  // namespace
+
+std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
+                                                const std::string& device) {
+  ScheduleCache& cache = ScheduleCache::get();
+  {
+    std::lock_guard lock(cache.mu);
+    auto it = cache.by_key.find({&runtime_of(device), g.key.get()});
+    if (it != cache.by_key.end()) {
+      std::lock_guard s(g_stats_mu);
+      ++g_stats.schedule_cache_hits;
+      return it->second;
+    }
+  }
+  auto t0 = Clock::now();
+  auto cs = std::make_shared<CachedSchedule>();
+  cs->key = g.key;
+  cs->schedule = build_schedule(g.key);
+  cs->runtime = &runtime_of(device);
+  const double sched_ms = ms_since(t0);
+  if (debug_level() >= 3) {
+    std::fprintf(stderr, "schedule: %zu kernels, %zu buffers\n", cs->schedule.kernels.size(),
+                 cs->schedule.buffers.size());
+  }
+  double codegen_ms = 0, compile_ms = 0;
+  int64_t rendered = 0, compiled = 0;
+  const CodegenOptions opts{.optimize = !noopt()};
+  for (const ScheduleKernel& k : cs->schedule.kernels) {
+    std::shared_ptr<CompiledKernel> ck;
+    std::vector<std::string> vars;
+    Estimates est;
+    {
+      std::lock_guard lock(cache.mu);
+      auto it = cache.kernels.find({cs->runtime, k.ast.get()});
+      if (it != cache.kernels.end())
+        ck = it->second.kernel, vars = it->second.vars, est = it->second.estimates;
+    }
+    if (!ck) {
+      auto t1 = Clock::now();
+      Program p = cs->runtime->render(k.ast, opts);
+      codegen_ms += ms_since(t1);
+      ++rendered;
+      if (debug_level() >= 5) std::fprintf(stderr, "%s\n", to_string(k.ast).c_str());
+      if (debug_level() >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
+      auto t2 = Clock::now();
+      ck = cs->runtime->compile(p);
+      compile_ms += ms_since(t2);
+      ++compiled;
+      for (const VarArg& v : p.vars) vars.push_back(v.name);
+      est = p.estimates;
+      std::lock_guard lock(cache.mu);
+      cache.kernels.emplace(ScheduleCache::KernelKey{cs->runtime, k.ast.get()},
+                            ScheduleCache::Compiled{k.ast, ck, vars, est});
+    }
+    if (debug_level() >= 3)
+      std::fprintf(stderr, "  kernel %zu: %s, %zu buffers\n", cs->kernels.size(), ck->name.c_str(),
+                   k.buffers.size());
+    cs->kernels.push_back(std::move(ck));
+    cs->var_names.push_back(std::move(vars));
+    cs->estimates.push_back(est);
+  }
+  for (int64_t bytes : cs->schedule.arena_slot_bytes)
+    cs->arena.push_back(cs->runtime->alloc(static_cast<size_t>(bytes)));
+  {
+    std::lock_guard s(g_stats_mu);
+    ++g_stats.schedules_built;
+    g_stats.schedule_ms += sched_ms;
+    g_stats.codegen_ms += codegen_ms;
+    g_stats.compile_ms += compile_ms;
+    g_stats.kernels_rendered += rendered;
+    g_stats.programs_compiled += compiled;
+  }
+  std::lock_guard lock(cache.mu);
+  if (cache.by_key.size() >= kMaxCachedSchedules) cache.by_key.clear();
+  return cache.by_key.emplace(std::make_pair(cs->runtime, g.key.get()), cs).first->second;
+}
+
+void record_times(const CachedSchedule& cs, const std::string& device,
+                  const std::vector<double>& seconds) {
+  double total = 0;
+  for (double t : seconds) total += t;
+  if (g_kernel_timing) {
+    KernelTotals& kt = KernelTotals::get();
+    std::lock_guard lock(kt.mu);
+    for (size_t k = 0; k < seconds.size(); ++k) {
+      auto [it, fresh] = kt.by_kernel.try_emplace(cs.kernels[k].get());
+      KernelTime& t = it->second;
+      if (fresh) {
+        t.name = cs.kernels[k]->name, t.device = cs.runtime->name();
+        kt.held.push_back(cs.kernels[k]);
+      }
+      ++t.runs;
+      t.ms += seconds[k] * 1e3;
+      t.gflop += cs.estimates[k].ops * 1e-9;
+      t.gbyte += cs.estimates[k].bytes * 1e-9;
+    }
+  }
+  if (debug_level() < 2 || seconds.empty()) return;
+  std::fprintf(stderr, "*** %s: %zu kernels, %.3f ms of device time\n", device.c_str(),
+               seconds.size(), total * 1e3);
+  std::fprintf(stderr, "    %-32s %10s %6s %15s %13s\n", "kernel", "ms", "share", "compute",
+               "memory");
+  for (size_t k = 0; k < seconds.size(); ++k) {
+    const double ms = seconds[k] * 1e3;
+    std::fprintf(stderr, "    %-32s %10.3f %5.1f%% %15s %13s\n", cs.kernels[k]->name.c_str(), ms,
+                 total > 0 ? 100 * seconds[k] / total : 0.0,
+                 rate(cs.estimates[k].ops, ms, "GFLOPS").c_str(),
+                 rate(cs.estimates[k].bytes, ms, "GB/s").c_str());
+  }
+}
+
+void clear_kernel_times() {
+  KernelTotals& kt = KernelTotals::get();
+  std::lock_guard lock(kt.mu);
+  kt.by_kernel.clear();
+  kt.held.clear();
+}
+
+}  // namespace engine
+
+void set_kernel_timing(bool on) { engine::g_kernel_timing = on; }
+bool kernel_timing() { return engine::g_kernel_timing; }
+
+std::vector<KernelTime> kernel_times() {
+  engine::KernelTotals& kt = engine::KernelTotals::get();
+  std::vector<KernelTime> out;
+  {
+    std::lock_guard lock(kt.mu);
+    for (const auto& [k, t] : kt.by_kernel) out.push_back(t);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.ms > b.ms; });
+  return out;
+}
+
+}  // namespace vkgrad
