@@ -15,46 +15,23 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
+#include "codegen/language.hpp"
 #include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
 
 namespace vkgrad {
 namespace {
 
-constexpr const char* kPrelude = R"(#include <stdint.h>
+// The C spelling of the shared code (language.hpp), then what only C needs.
+constexpr const char* kPreludeHead = R"(#include <stdint.h>
 typedef _Bool bool_t;
-static inline float vkg_h2f(uint16_t h) {
-  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0) {
-    if (m == 0) u = s;
-    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
-  } else if (e == 31) u = s | 0x7f800000u | (m << 13);
-  else u = s | ((e + 112) << 23) | (m << 13);
-  float f; __builtin_memcpy(&f, &u, 4); return f;
-}
-static inline uint16_t vkg_f2h(float f) {
-  uint32_t u; __builtin_memcpy(&u, &f, 4);
-  uint32_t s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);
-  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);
-  if (a < 0x38800000u) {
-    if (a < 0x33000000u) return (uint16_t)s;
-    uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126 - e;
-    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-    if (rem > half || (rem == half && (r & 1u))) r++;
-    return (uint16_t)(s | r);
-  }
-  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-  return (uint16_t)(s | h);
-}
-static inline float vkg_bf2f(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
-static inline uint16_t vkg_f2bf(float f) {
-  uint32_t u; __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
-}
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+#define VKG_FN static inline
+#define VKG_U32 uint32_t
+static inline float vkg_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline uint32_t vkg_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
+)";
+constexpr const char* kPreludeTail =
+    R"(static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
@@ -67,6 +44,11 @@ static inline float vkg_exp2f(float x) {
   return p * s1 * s2;
 }
 )";
+
+const std::string& prelude() {
+  static const std::string text = std::string(kPreludeHead) + kHalfConversions + kPreludeTail;
+  return text;
+}
 
 // The GEMM micro kernel's vectors of V floats (GCC vector extensions: one register where the
 // target has vectors that wide, lowered to narrower ones elsewhere). Every vector access is
@@ -87,57 +69,31 @@ static inline vkg_f32x{0} vkg_fma{0}(float a, vkg_f32x{0} b, vkg_f32x{0} c) {{
 // accumulators become registers and the C compiler's SLP vectorizer packs them into vectors.
 constexpr const char* kUnroll = "#pragma GCC unroll 64\n";
 
-bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
-
-// The C type values of `d` are computed in (half floats compute in float).
-std::string ctype(DType d) {
-  switch (d.scalar_type()) {
-    case ScalarType::bool_:
-      return "bool_t";
-    case ScalarType::int8:
-      return "int8_t";
-    case ScalarType::uint8:
-      return "uint8_t";
-    case ScalarType::int16:
-      return "int16_t";
-    case ScalarType::uint16:
-      return "uint16_t";
-    case ScalarType::int32:
-      return "int32_t";
-    case ScalarType::uint32:
-      return "uint32_t";
-    case ScalarType::int64:
-    case ScalarType::index:
-      return "int64_t";
-    case ScalarType::uint64:
-      return "uint64_t";
-    case ScalarType::float16:
-    case ScalarType::bfloat16:
-    case ScalarType::float32:
-      return "float";
-    case ScalarType::float64:
-      return "double";
-    default:
-      throw InternalError("render_c: no C type for " + d.name());
-  }
-}
-// The C type values of `d` are stored in.
-std::string storage_type(DType d) { return is_half(d) ? "uint16_t" : ctype(d); }
-// The unsigned twin of a signed integer type (for wrapping arithmetic).
-std::string utype(DType d) {
-  switch (d.scalar_type()) {
-    case ScalarType::int8:
-      return "uint8_t";
-    case ScalarType::int16:
-      return "uint16_t";
-    case ScalarType::int32:
-      return "uint32_t";
-    case ScalarType::int64:
-      return "uint64_t";
-    default:
-      return ctype(d);
-  }
-}
+// C's types: computed in (half floats compute in float), stored in, the unsigned twin.
+constexpr TypeTable kCTypes = [] {
+  TypeTable t{};
+  auto row = [&](ScalarType s, const char* c, const char* st, const char* u) {
+    t[static_cast<size_t>(s)] = {c, st, u};
+  };
+  row(ScalarType::bool_, "bool_t", "bool_t", "bool_t");
+  row(ScalarType::int8, "int8_t", "int8_t", "uint8_t");
+  row(ScalarType::uint8, "uint8_t", "uint8_t", "uint8_t");
+  row(ScalarType::int16, "int16_t", "int16_t", "uint16_t");
+  row(ScalarType::uint16, "uint16_t", "uint16_t", "uint16_t");
+  row(ScalarType::int32, "int32_t", "int32_t", "uint32_t");
+  row(ScalarType::uint32, "uint32_t", "uint32_t", "uint32_t");
+  row(ScalarType::int64, "int64_t", "int64_t", "uint64_t");
+  row(ScalarType::uint64, "uint64_t", "uint64_t", "uint64_t");
+  row(ScalarType::float16, "float", "uint16_t", "float");
+  row(ScalarType::bfloat16, "float", "uint16_t", "float");
+  row(ScalarType::float32, "float", "float", "float");
+  row(ScalarType::float64, "double", "double", "double");
+  row(ScalarType::index, "int64_t", "int64_t", "int64_t");
+  return t;
+}();
+std::string ctype(DType d) { return type_names(kCTypes, d, "render_c").compute; }
+std::string storage_type(DType d) { return type_names(kCTypes, d, "render_c").storage; }
+std::string utype(DType d) { return type_names(kCTypes, d, "render_c").unsigned_; }
 bool is_signed_int(DType d) { return d.is_int() && !d.is_unsigned() && d != dtypes::index; }
 
 std::string float_literal(double v, DType d) {
@@ -267,7 +223,7 @@ class CRenderer : public Linearizer {
       render_gemm(*gemm, body, static_cast<int>(globals.size()), p);
       p.source = fmt::format(
           "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-          kPrelude, gemm_prelude(gemm->vector), name_, body);
+          prelude(), gemm_prelude(gemm->vector), name_, body);
       return;
     }
     // Global loops; a symbolic outermost one is sized per launch.
@@ -292,7 +248,7 @@ class CRenderer : public Linearizer {
     close(depth, 1, body);
     p.source = fmt::format(
         "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-        kPrelude, name_, body);
+        prelude(), name_, body);
   }
 
  private:

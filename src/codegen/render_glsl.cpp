@@ -49,243 +49,14 @@
 #include <optional>
 #include <vkgrad/error.hpp>
 
+#include "codegen/glsl_functions.hpp"
+#include "codegen/language.hpp"
 #include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
 namespace {
-
-// --- helper functions, emitted (in this order) only when used ---
-enum Helper : int {
-  kIsNanF,
-  kIsNanD,
-  kMaxF,
-  kMaxD,
-  kHalf,
-  kBf16,
-  kExp2F,
-  kLog2F,
-  kSqrtF,
-  kSinPoly,
-  kSinF,
-  kSinFD,
-  kExp2D,
-  kLog2D,
-  kSinD,
-  kNumHelpers
-};
-
-constexpr const char* kHelperText[kNumHelpers] = {
-    // kIsNanF, kIsNanD: by the bits, so no fast-math assumption can fold them away.
-    R"(bool vkg_isnanf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
-)",
-    R"(bool vkg_isnand(double x) {
-  uvec2 u = unpackDouble2x32(x);
-  uint hi = u.y & 0x7fffffffu;
-  return hi > 0x7ff00000u || (hi == 0x7ff00000u && u.x != 0u);
-}
-)",
-    R"(float vkg_maxf(float a, float b) { return (vkg_isnanf(a) || a > b) ? a : b; }
-)",
-    R"(double vkg_maxd(double a, double b) { return (vkg_isnand(a) || a > b) ? a : b; }
-)",
-    // kHalf: float16 <-> float32 by the bits, rounding to nearest even (the C prelude's code).
-    R"(float vkg_h2f(uint h) {
-  uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0u) {
-    if (m == 0u) u = s;
-    else { int sh = 10 - findMSB(m); u = s | (uint(113 - sh) << 23) | (((m << sh) & 0x3ffu) << 13); }
-  } else if (e == 31u) u = s | 0x7f800000u | (m << 13);
-  else u = s | ((e + 112u) << 23) | (m << 13);
-  return uintBitsToFloat(u);
-}
-uint vkg_f2h(float f) {
-  uint u = floatBitsToUint(f);
-  uint s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return s | 0x7e00u;
-  if (a >= 0x477ff000u) return s | 0x7c00u;
-  if (a < 0x38800000u) {
-    if (a < 0x33000000u) return s;
-    uint e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
-    uint r = m >> sh, rem = m & ((1u << sh) - 1u), hf = 1u << (sh - 1u);
-    if (rem > hf || (rem == hf && (r & 1u) != 0u)) r++;
-    return s | r;
-  }
-  uint r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) h++;
-  return s | h;
-}
-)",
-    R"(float vkg_bf2f(uint h) { return uintBitsToFloat(h << 16); }
-uint vkg_f2bf(float f) {
-  uint u = floatBitsToUint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return u >> 16;
-}
-)",
-    // float32 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 8), then 2^n;
-    // GLSL's exp2 promises only 3 + 2|x| ULP.
-    R"(float vkg_exp2f(float x) {
-  if (vkg_isnanf(x)) return x;
-  if (x >= 128.0) return uintBitsToFloat(0x7f800000u);
-  if (x < -151.0) return 0.0;
-  float n = roundEven(x), f = x - n;
-  float p = 1.3215487e-06;
-  p = fma(p, f, 1.5252734e-05);
-  p = fma(p, f, 0.0001540353);
-  p = fma(p, f, 0.0013333558);
-  p = fma(p, f, 0.009618129);
-  p = fma(p, f, 0.05550411);
-  p = fma(p, f, 0.2402265);
-  p = fma(p, f, 0.6931472);
-  p = fma(p, f, 1.0);
-  int e = int(n);
-  return ldexp(ldexp(p, e / 2), e - e / 2);
-}
-)",
-    // float32 log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1)
-    // (series to s^11); GLSL's log2 promises only 2^-21 absolute error near 1.
-    R"(float vkg_log2f(float x) {
-  if (vkg_isnanf(x) || x < 0.0) return uintBitsToFloat(0x7fc00000u);
-  if (x == 0.0) return uintBitsToFloat(0xff800000u);
-  if (floatBitsToUint(x) == 0x7f800000u) return x;
-  int bias = 0;
-  if (x < 1.1754944e-38) { x *= 16777216.0; bias = 24; }
-  int e;
-  float m = frexp(x, e);
-  if (m < 0.70710677) { m *= 2.0; e -= 1; }
-  float s = (m - 1.0) / (m + 1.0), z = s * s;
-  float p = 0.09090909;
-  p = fma(p, z, 0.11111111);
-  p = fma(p, z, 0.14285715);
-  p = fma(p, z, 0.2);
-  p = fma(p, z, 0.33333334);
-  float ln = 2.0 * fma(s * z, p, s);
-  return float(e - bias) + ln * 1.442695;
-}
-)",
-    R"(float vkg_sqrtf(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
-)",
-    // sin or cos of the reduced |r| <= pi/4 by quadrant k (Cephes' minimax polynomials).
-    R"(float vkg_sin_poly(float r, float k) {
-  float z = r * r;
-  float s = r + r * z * (-0.16666655 + z * (0.008332161 + z * -0.00019515296));
-  float c = 1.0 - 0.5 * z + z * z * (0.041666646 + z * (-0.0013887316 + z * 2.4433157e-05));
-  uint q = uint(int(k - 4.0 * floor(k * 0.25)));
-  float v = (q & 1u) != 0u ? c : s;
-  return (q & 2u) != 0u ? -v : v;
-}
-)",
-    // float32 sin on a device without float64: Cody-Waite reduction r = x - k*pi/2 with pi/2 in
-    // three parts of 8, 13 and 24 bits, so k*part is exact in float for |k| < 2^13 (|x| < 8192)
-    // without relying on fma (Vulkan's fma may round its product). Beyond 8192 the reduction
-    // loses bits (absolute error about |x| * 2^-37).
-    R"(float vkg_sinf(float x) {
-  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
-  float k = roundEven(x * 0.63661975);
-  precise float r = ((x - k * 1.5703125) - k * 4.837512969970703125e-4) - k * 7.54978995489188216e-8;
-  return vkg_sin_poly(r, k);
-}
-)",
-    // float32 sin where float64 exists: the reduction in double, with pi/2 as a 33-bit part (so
-    // k * part is exact for |k| < 2^20) plus the rest, then the float polynomial.
-    R"(float vkg_sinf(float x) {
-  if (vkg_isnanf(x) || abs(x) == uintBitsToFloat(0x7f800000u)) return uintBitsToFloat(0x7fc00000u);
-  precise double k = roundEven(double(x) * 0.63661977236758134lf);
-  precise double r = (double(x) - k * 1.57079632673412561417lf) - k * 6.07710050650619224932e-11lf;
-  return vkg_sin_poly(float(r), float(k));
-}
-)",
-    // float64 exp2: x = n + f with |f| <= 0.5, 2^f = sum (f ln2)^i / i! (i <= 14), then 2^n.
-    R"(double vkg_exp2d(double x) {
-  if (vkg_isnand(x)) return x;
-  if (x > 1024.0lf) return packDouble2x32(uvec2(0u, 0x7ff00000u));
-  if (x < -1080.0lf) return 0.0lf;
-  double n = roundEven(x), f = x - n;
-  double p = 6.778726354822545e-14lf;
-  p = fma(p, f, 1.3691488853904128e-12lf);
-  p = fma(p, f, 2.5678435993488206e-11lf);
-  p = fma(p, f, 4.4455382718708116e-10lf);
-  p = fma(p, f, 7.054911620801123e-09lf);
-  p = fma(p, f, 1.01780860092397e-07lf);
-  p = fma(p, f, 1.321548679014431e-06lf);
-  p = fma(p, f, 1.5252733804059841e-05lf);
-  p = fma(p, f, 0.0001540353039338161lf);
-  p = fma(p, f, 0.0013333558146428443lf);
-  p = fma(p, f, 0.009618129107628477lf);
-  p = fma(p, f, 0.05550410866482158lf);
-  p = fma(p, f, 0.24022650695910072lf);
-  p = fma(p, f, 0.6931471805599453lf);
-  p = fma(p, f, 1.0lf);
-  int e = int(n);
-  return ldexp(ldexp(p, e / 2), e - e / 2);
-}
-)",
-    // float64 log2: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1).
-    R"(double vkg_log2d(double x) {
-  if (vkg_isnand(x) || x < 0.0lf) return packDouble2x32(uvec2(0u, 0x7ff80000u));
-  if (x == 0.0lf) return packDouble2x32(uvec2(0u, 0xfff00000u));
-  if (x == packDouble2x32(uvec2(0u, 0x7ff00000u))) return x;
-  int bias = 0;
-  if (x < 2.2250738585072014e-308lf) { x *= 18014398509481984.0lf; bias = 54; }
-  int e;
-  double m = frexp(x, e);
-  if (m < 0.7071067811865476lf) { m *= 2.0lf; e -= 1; }
-  double s = (m - 1.0lf) / (m + 1.0lf), z = s * s;
-  double p = 1.0lf / 21.0lf;
-  p = fma(p, z, 1.0lf / 19.0lf);
-  p = fma(p, z, 1.0lf / 17.0lf);
-  p = fma(p, z, 1.0lf / 15.0lf);
-  p = fma(p, z, 1.0lf / 13.0lf);
-  p = fma(p, z, 1.0lf / 11.0lf);
-  p = fma(p, z, 1.0lf / 9.0lf);
-  p = fma(p, z, 1.0lf / 7.0lf);
-  p = fma(p, z, 1.0lf / 5.0lf);
-  p = fma(p, z, 1.0lf / 3.0lf);
-  double ln = 2.0lf * fma(s * z, p, s);
-  return double(e - bias) + ln * 1.4426950408889634lf;
-}
-)",
-    // float64 sin: Cody-Waite reduction by pi/2 in three fma steps, Taylor polynomials on
-    // [-pi/4, pi/4] (truncation error below 1e-19).
-    R"(double vkg_sind(double x) {
-  if (vkg_isnand(x) || abs(x) == packDouble2x32(uvec2(0u, 0x7ff00000u))) return packDouble2x32(uvec2(0u, 0x7ff80000u));
-  // pi/2 = P1 + P2 + P2T with P1 and P2 of 33 bits: k * P1 and k * P2 are exact for |k| < 2^20,
-  // and the rounding error of the second subtraction is carried (as fdlibm's medium case does).
-  precise double k = roundEven(x * 0.63661977236758134lf);
-  precise double t = x - k * 1.57079632673412561417lf;
-  precise double w = k * 6.07710050630396597660e-11lf;
-  precise double r = t - w;
-  w = k * 2.02226624879595063154e-21lf - ((t - r) - w);
-  r = r - w;
-  double z = r * r;
-  double s = 2.8114572543455206e-15lf;
-  s = fma(s, z, -7.647163731819816e-13lf);
-  s = fma(s, z, 1.6059043836821613e-10lf);
-  s = fma(s, z, -2.505210838544172e-08lf);
-  s = fma(s, z, 2.7557319223985893e-06lf);
-  s = fma(s, z, -1.984126984126984e-04lf);
-  s = fma(s, z, 8.333333333333333e-03lf);
-  s = fma(s, z, -1.6666666666666666e-01lf);
-  s = fma(r * z, s, r);
-  double c = -1.5619206968586225e-16lf;
-  c = fma(c, z, 4.779477332387385e-14lf);
-  c = fma(c, z, -1.1470745597729725e-11lf);
-  c = fma(c, z, 2.08767569878681e-09lf);
-  c = fma(c, z, -2.755731922398589e-07lf);
-  c = fma(c, z, 2.48015873015873e-05lf);
-  c = fma(c, z, -1.3888888888888889e-03lf);
-  c = fma(c, z, 4.1666666666666664e-02lf);
-  c = fma(c, z, -0.5lf);
-  c = fma(c, z, 1.0lf);
-  uint q = uint(int(k - 4.0lf * floor(k * 0.25lf)));
-  double v = (q & 1u) != 0u ? c : s;
-  return (q & 2u) != 0u ? -v : v;
-}
-)",
-};
 
 bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 bool is_small_int(DType d) { return d.is_int() && d != dtypes::index && d.itemsize() < 4; }
@@ -294,52 +65,30 @@ bool is_vec_dtype(DType d) {
          d.scalar() == dtypes::uint32;
 }
 
-// The GLSL type values of `d` are computed in: small integers in 32 bits, half floats in float.
-std::string glsl_type(DType d) {
-  switch (d.scalar_type()) {
-    case ScalarType::bool_:
-      return "bool";
-    case ScalarType::int8:
-    case ScalarType::int16:
-    case ScalarType::int32:
-    case ScalarType::index:
-      return "int";
-    case ScalarType::uint8:
-    case ScalarType::uint16:
-    case ScalarType::uint32:
-      return "uint";
-    case ScalarType::int64:
-      return "int64_t";
-    case ScalarType::uint64:
-      return "uint64_t";
-    case ScalarType::float16:
-    case ScalarType::bfloat16:
-    case ScalarType::float32:
-      return "float";
-    case ScalarType::float64:
-      return "double";
-    default:
-      throw InternalError("render_glsl: no GLSL type for " + d.name());
-  }
-}
-// The GLSL type values of `d` are stored in.
-std::string storage_type(DType d) {
-  switch (d.scalar_type()) {
-    case ScalarType::bool_:
-    case ScalarType::uint8:
-      return "uint8_t";
-    case ScalarType::int8:
-      return "int8_t";
-    case ScalarType::int16:
-      return "int16_t";
-    case ScalarType::uint16:
-    case ScalarType::float16:
-    case ScalarType::bfloat16:
-      return "uint16_t";
-    default:
-      return glsl_type(d);
-  }
-}
+// GLSL's types: computed in (small integers in 32 bits, half floats in float), stored in.
+constexpr TypeTable kGlslTypes = [] {
+  TypeTable t{};
+  auto row = [&](ScalarType s, const char* c, const char* st) {
+    t[static_cast<size_t>(s)] = {c, st, c};
+  };
+  row(ScalarType::bool_, "bool", "uint8_t");
+  row(ScalarType::int8, "int", "int8_t");
+  row(ScalarType::uint8, "uint", "uint8_t");
+  row(ScalarType::int16, "int", "int16_t");
+  row(ScalarType::uint16, "uint", "uint16_t");
+  row(ScalarType::int32, "int", "int");
+  row(ScalarType::uint32, "uint", "uint");
+  row(ScalarType::int64, "int64_t", "int64_t");
+  row(ScalarType::uint64, "uint64_t", "uint64_t");
+  row(ScalarType::float16, "float", "uint16_t");
+  row(ScalarType::bfloat16, "float", "uint16_t");
+  row(ScalarType::float32, "float", "float");
+  row(ScalarType::float64, "double", "double");
+  row(ScalarType::index, "int", "int");
+  return t;
+}();
+std::string glsl_type(DType d) { return type_names(kGlslTypes, d, "render_glsl").compute; }
+std::string storage_type(DType d) { return type_names(kGlslTypes, d, "render_glsl").storage; }
 std::string vec4_type(DType d) {
   return d.scalar() == dtypes::float32 ? "vec4" : d.scalar() == dtypes::int32 ? "ivec4" : "uvec4";
 }
@@ -512,8 +261,7 @@ class GlslRenderer : public Linearizer {
       src += fmt::format("layout(push_constant) uniform Vars {{{} }} pc;\n", var_block);
     src += bound + "#endif\n";
     src += shared_decls_;
-    for (int h = 0; h < kNumHelpers; ++h)
-      if (helpers_[h]) src += kHelperText[h];
+    src += glsl_functions(helpers_);
     src += fmt::format("// {}\nvoid main() {{\n{}}}\n", name_, body);
     p.source = std::move(src);
   }
@@ -625,13 +373,7 @@ class GlslRenderer : public Linearizer {
     return d.is_float() ? "precise " + glsl_type(d) : glsl_type(d);
   }
   std::string literal(const UOp& c) const override { return const_literal(c); }
-  void use(Helper h) const {
-    helpers_[h] = true;
-    if (h == kMaxF || h == kExp2F || h == kLog2F || h == kSinF || h == kSinFD)
-      helpers_[kIsNanF] = true;
-    if (h == kSinF || h == kSinFD) helpers_[kSinPoly] = true;
-    if (h == kMaxD || h == kExp2D || h == kLog2D || h == kSinD) helpers_[kIsNanD] = true;
-  }
+  void use(GlslFunction h) const { use_function(helpers_, h); }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
                   const UOp* u) const override {
     const bool f64 = sd.scalar() == dtypes::float64;
@@ -915,7 +657,7 @@ class GlslRenderer : public Linearizer {
   bool grouped_ = false;
   uint32_t local_ = 1;
   std::vector<std::string> extensions_;
-  mutable bool helpers_[kNumHelpers] = {};
+  mutable bool helpers_[kNumGlslFunctions] = {};
   std::unordered_map<const UOpNode*, VecAccess> vec_loads_;
   std::optional<VecAccess> vec_store_;
   std::map<int64_t, bool> vec_slots_;

@@ -1,0 +1,34 @@
+// codegen: the GLSL printer's library — functions a shader gets only when it uses them
+// (NaN tests by the bits, NaN-propagating max, half conversions, our own transcendentals), in one
+// fixed order so the output is deterministic. Depends on nothing but language.hpp.
+#pragma once
+
+#include <string>
+
+namespace vkgrad {
+
+enum GlslFunction : int {
+  kIsNanF,
+  kIsNanD,
+  kMaxF,
+  kMaxD,
+  kHalf,
+  kBf16,
+  kExp2F,
+  kLog2F,
+  kSqrtF,
+  kSinPoly,
+  kSinF,
+  kSinFD,
+  kExp2D,
+  kLog2D,
+  kSinD,
+  kNumGlslFunctions
+};
+
+// Marks `h` used, with the helpers it calls.
+void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h);
+// The used helpers' code, in their fixed order.
+std::string glsl_functions(const bool (&used)[kNumGlslFunctions]);
+
+}  // namespace vkgrad

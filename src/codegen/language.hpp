@@ -1,0 +1,29 @@
+// codegen: what the C and GLSL printers share — their type names as tables (one row per scalar
+// type) and the code both languages print in their own words: the float16/bfloat16 conversions,
+// written once and spelled for a language by a few macros. Depends on ir.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "ir/uop.hpp"
+
+namespace vkgrad {
+
+struct TypeNames {
+  const char* compute = nullptr;    // the type values are computed in
+  const char* storage = nullptr;    // the type values are stored in (buffers)
+  const char* unsigned_ = nullptr;  // its unsigned twin, for wrapping arithmetic
+};
+using TypeTable = std::array<TypeNames, kNumScalarTypes>;
+
+// The row of `d`'s scalar type; InternalError naming the language for a type it has no row for.
+const TypeNames& type_names(const TypeTable& table, DType d, const char* language);
+
+// float16 and bfloat16 to and from float32, by the bits, rounding to nearest even:
+// `float vkg_h2f(VKG_U32)`, `VKG_U32 vkg_f2h(float)`, `float vkg_bf2f(VKG_U32)`,
+// `VKG_U32 vkg_f2bf(float)` (half bits in the low 16). The language defines VKG_FN (a function's
+// qualifiers), VKG_U32 (a 32-bit unsigned type) and vkg_u2f / vkg_f2u (a float's bits) first.
+extern const char* const kHalfConversions;
+
+}  // namespace vkgrad
