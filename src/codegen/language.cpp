@@ -12,6 +12,56 @@ const TypeNames& type_names(const TypeTable& table, DType d, const char* languag
   return row;
 }
 
+const char* infix(Ops op) {
+  switch (op) {
+    case Ops::ADD:
+      return "+";
+    case Ops::SUB:
+      return "-";
+    case Ops::MUL:
+      return "*";
+    case Ops::FDIV:
+    case Ops::IDIV:
+      return "/";
+    case Ops::MOD:
+      return "%";
+    case Ops::CMPLT:
+      return "<";
+    case Ops::CMPNE:
+      return "!=";
+    case Ops::CMPEQ:
+      return "==";
+    case Ops::AND:
+      return "&";
+    case Ops::OR:
+      return "|";
+    case Ops::XOR:
+      return "^";
+    case Ops::SHL:
+      return "<<";
+    case Ops::SHR:
+      return ">>";
+    default:
+      return nullptr;
+  }
+}
+
+const char* bool_infix(Ops op) {
+  switch (op) {
+    case Ops::ADD:
+    case Ops::OR:
+      return "||";
+    case Ops::MUL:
+    case Ops::AND:
+      return "&&";
+    case Ops::SUB:
+    case Ops::XOR:
+      return "^^";
+    default:
+      return nullptr;
+  }
+}
+
 const char* const kHalfConversions = R"(VKG_FN float vkg_h2f(VKG_U32 h) {
   VKG_U32 s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
   if (e == 0u) {

@@ -20,6 +20,13 @@ using TypeTable = std::array<TypeNames, kNumScalarTypes>;
 // The row of `d`'s scalar type; InternalError naming the language for a type it has no row for.
 const TypeNames& type_names(const TypeTable& table, DType d, const char* language);
 
+// The operator C and GLSL both write between two operands for `op` ("+", "<", "<<", ...), or
+// nullptr for an op that is not written that way.
+const char* infix(Ops op);
+// The logical operator GLSL writes for `op` on two bools (ADD is "||", MUL "&&", SUB and XOR
+// "^^", AND "&&", OR "||"), or nullptr.
+const char* bool_infix(Ops op);
+
 // float16 and bfloat16 to and from float32, by the bits, rounding to nearest even:
 // `float vkg_h2f(VKG_U32)`, `VKG_U32 vkg_f2h(float)`, `float vkg_bf2f(VKG_U32)`,
 // `VKG_U32 vkg_f2bf(float)` (half bits in the low 16). The language defines VKG_FN (a function's

@@ -118,68 +118,56 @@ std::string const_literal(const UOp& c) {
   return fmt::format("(({}){})", ctype(d), i);
 }
 
-// Binary/unary ALU expression in C for result dtype `d` over operand expressions.
-std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& s, const UOp*) {
+// Binary/unary ALU expression in C for result dtype `d` over operand expressions. Signed
+// arithmetic wraps (computed in the unsigned twin); small integer results are cut back to their
+// type; the libm functions are GCC's builtins.
+std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& s) {
   const std::string T = ctype(d);
-  const bool wrap = is_signed_int(d);
-  auto wrapped = [&](const char* o) {
-    if (wrap) return fmt::format("(({})(({}){} {} ({}){}))", T, utype(d), s[0], o, utype(d), s[1]);
-    if (d.is_int() && d.itemsize() < 4) return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
-    return fmt::format("({} {} {})", s[0], o, s[1]);
-  };
   const bool f64 = sd.scalar() == dtypes::float64;
-  auto fn = [&](const char* name) {
-    return fmt::format("__builtin_{}{}({})", name, f64 ? "" : "f", s[0]);
-  };
+  const char* o = infix(op);
   switch (op) {
     case Ops::ADD:
-      return wrapped("+");
     case Ops::SUB:
-      return wrapped("-");
     case Ops::MUL:
-      return wrapped("*");
+      if (is_signed_int(d))
+        return fmt::format("(({})(({}){} {} ({}){}))", T, utype(d), s[0], o, utype(d), s[1]);
+      if (d.is_int() && d.itemsize() < 4) return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
+      return fmt::format("({} {} {})", s[0], o, s[1]);
+    case Ops::FDIV:
+    case Ops::CMPLT:
+    case Ops::CMPNE:
+    case Ops::CMPEQ:
+      return fmt::format("({} {} {})", s[0], o, s[1]);
+    case Ops::IDIV:  // divisors are safe: decompose guarded zero and MIN / -1
+    case Ops::MOD:
+    case Ops::AND:
+    case Ops::OR:
+    case Ops::XOR:
+    case Ops::SHR:
+      return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
+    case Ops::SHL:
+      return fmt::format("(({})(({}){} << {}))", T, utype(d), s[0], s[1]);
     case Ops::NEG:
       if (d.is_bool()) return fmt::format("(!{})", s[0]);
       if (d.is_int()) return fmt::format("(({})(0 - ({}){}))", T, utype(d), s[0]);
       return fmt::format("(-{})", s[0]);
-    case Ops::FDIV:
-      return fmt::format("({} / {})", s[0], s[1]);
-    case Ops::IDIV:  // divisors are safe: decompose guarded zero and MIN / -1
-      return fmt::format("(({})({} / {}))", T, s[0], s[1]);
-    case Ops::MOD:
-      return fmt::format("(({})({} % {}))", T, s[0], s[1]);
     case Ops::MAX:
       if (d.is_bool()) return fmt::format("({} | {})", s[0], s[1]);
       if (d.is_float()) return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
       return fmt::format("({0} > {1} ? {0} : {1})", s[0], s[1]);
-    case Ops::CMPLT:
-      return fmt::format("({} < {})", s[0], s[1]);
-    case Ops::CMPNE:
-      return fmt::format("({} != {})", s[0], s[1]);
-    case Ops::CMPEQ:
-      return fmt::format("({} == {})", s[0], s[1]);
-    case Ops::AND:
-      return fmt::format("(({})({} & {}))", T, s[0], s[1]);
-    case Ops::OR:
-      return fmt::format("(({})({} | {}))", T, s[0], s[1]);
-    case Ops::XOR:
-      return fmt::format("(({})({} ^ {}))", T, s[0], s[1]);
-    case Ops::SHL:
-      return fmt::format("(({})(({}){} << {}))", T, utype(d), s[0], s[1]);
-    case Ops::SHR:
-      return fmt::format("(({})({} >> {}))", T, s[0], s[1]);
     case Ops::WHERE:
       return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
     case Ops::EXP2:  // float: a polynomial the loop vectorizer can vectorize (libm's cannot)
-      return f64 ? fn("exp2") : fmt::format("vkg_exp2f({})", s[0]);
+      if (!f64) return fmt::format("vkg_exp2f({})", s[0]);
+      [[fallthrough]];
     case Ops::LOG2:
-      return fn("log2");
     case Ops::SIN:
-      return fn("sin");
     case Ops::SQRT:
-      return fn("sqrt");
-    case Ops::TRUNC:
-      return fn("trunc");
+    case Ops::TRUNC: {  // libm's name is the op's, in lower case
+      std::string name(op_name(op));
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return fmt::format("__builtin_{}{}({})", name, f64 ? "" : "f", s[0]);
+    }
     case Ops::RECIPROCAL:
       return fmt::format("({} / {})", float_literal(1.0, d), s[0]);
     default:
@@ -263,7 +251,8 @@ class CRenderer : public Linearizer {
   }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
                   const UOp* u) const override {
-    return alu_expr(op, d, sd, s, u);
+    (void)u;
+    return alu_expr(op, d, sd, s);
   }
   std::string cast(DType from, DType to, const std::string& x) const override {
     return cast_expr(from, to, x);

@@ -381,11 +381,18 @@ class GlslRenderer : public Linearizer {
     auto bin = [&](const char* o) { return fmt::format("({} {} {})", s[0], o, s[1]); };
     switch (op) {
       case Ops::ADD:
-        return b ? bin("||") : wrap(d, bin("+"));
       case Ops::SUB:
-        return b ? bin("^^") : wrap(d, bin("-"));
       case Ops::MUL:
-        return b ? bin("&&") : wrap(d, bin("*"));
+      case Ops::SHL:
+        return b ? bin(bool_infix(op)) : wrap(d, bin(infix(op)));
+      case Ops::AND:
+      case Ops::OR:
+      case Ops::XOR:
+        return bin(b ? bool_infix(op) : infix(op));
+      case Ops::CMPNE:
+      case Ops::CMPEQ:
+      case Ops::SHR:
+        return bin(infix(op));
       case Ops::NEG:
         if (d.is_bool()) return fmt::format("(!{})", s[0]);
         return wrap(d, fmt::format("(-{})", s[0]));
@@ -414,20 +421,6 @@ class GlslRenderer : public Linearizer {
       case Ops::CMPLT:
         if (sd.is_bool()) return fmt::format("(!{} && {})", s[0], s[1]);
         return bin("<");
-      case Ops::CMPNE:
-        return bin("!=");
-      case Ops::CMPEQ:
-        return bin("==");
-      case Ops::AND:
-        return b ? bin("&&") : bin("&");
-      case Ops::OR:
-        return b ? bin("||") : bin("|");
-      case Ops::XOR:
-        return b ? bin("^^") : bin("^");
-      case Ops::SHL:
-        return wrap(d, bin("<<"));
-      case Ops::SHR:
-        return bin(">>");
       case Ops::WHERE:
         return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
       case Ops::EXP2:
