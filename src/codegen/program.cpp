@@ -8,6 +8,7 @@
 #include <vkgrad/error.hpp>
 
 #include "ir/interp.hpp"
+#include "ir/print.hpp"
 
 namespace vkgrad {
 
@@ -43,6 +44,23 @@ Estimates estimate(const UOp& ast) {
     under.emplace(u.get(), std::move(mine));
   }
   return e;
+}
+
+std::string uop_listing(const Program& p) {
+  std::unordered_map<const UOpNode*, size_t> index;
+  std::string out = fmt::format("{}: {} uops\n", p.name, p.uops.size());
+  for (const UOp& u : p.uops) {
+    std::string src;
+    for (const UOp& s : u.src()) {
+      auto it = index.find(s.get());
+      src += fmt::format("{}{}", src.empty() ? "" : ", ",
+                         it == index.end() ? std::string("?") : std::to_string(it->second));
+    }
+    out += fmt::format("{:4} {:<14} {:<24} [{}] {}\n", index.size(), op_name(u.op()),
+                       dtype_repr(u.dtype()), src, format_arg(u.arg()));
+    index.emplace(u.get(), index.size());
+  }
+  return out;
 }
 
 void check_var_values(std::string_view kernel, std::span<const VarArg> vars,

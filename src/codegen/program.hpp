@@ -66,6 +66,10 @@ int64_t evaluate_size(const UOp& expr, std::span<const VarArg> vars,
 // one dimension would exceed the device's limit (DeviceError beyond the whole grid).
 std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_count)[3]);
 
+// The program's uops as a numbered list, one per line, children first: index, op, dtype, the
+// indices of its sources, its argument (DEBUG=5).
+std::string uop_listing(const Program& p);
+
 struct CodegenOptions {
   bool optimize = true;  // false with NOOPT=1: no Opts
   // An Opt list to apply instead of the heuristics' (a search's candidate, a test); an action

@@ -13,7 +13,6 @@
 
 #include "codegen/pipeline.hpp"
 #include "engine/internal.hpp"
-#include "ir/print.hpp"
 
 namespace vkgrad {
 namespace engine {
@@ -108,7 +107,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
       Program p = cs->runtime->render(k.ast, opts);
       codegen_ms += ms_since(t1);
       ++rendered;
-      if (debug_level() >= 5) std::fprintf(stderr, "%s\n", to_string(k.ast).c_str());
+      if (debug_level() >= 5) std::fprintf(stderr, "%s", uop_listing(p).c_str());
       if (debug_level() >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
       auto t2 = Clock::now();
       ck = cs->runtime->compile(p);
