@@ -164,6 +164,10 @@ void Linearizer::emit_nodes(const std::vector<UOp>& nodes, int depth, std::strin
       names[u.get()] = reduce_ref(u);
       continue;
     }
+    if (u.op() == Ops::GEP) {  // a vector's element: read where it is used
+      names[u.get()] = fmt::format("{}[{}]", operand(u.src(0), names), operand(u.src(1), names));
+      continue;
+    }
     if (emit_special(u, depth, out, names)) continue;
     const std::string v = new_var();
     std::string e = expr(u, names);

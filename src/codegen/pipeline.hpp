@@ -27,6 +27,9 @@ UOp run_pass(std::string_view name, const UOp& in, const std::function<UOp(const
 // The integer semantics every target shares (division by zero, MIN / -1, shifts by the width or
 // more) as UOp rules, so renderers print plain operators (decompose.cpp).
 UOp decompose(const UOp& kernel, const Target& target);
+// Neighbouring loads and stores along a size-4 upcast range as vector accesses, on targets with
+// 4-wide vectors (vectorize.cpp).
+UOp fold_vectors(const UOp& kernel, const Target& target);
 // Threads targets: the workgroup size (LOCAL or GROUP's amount, else 64 lanes, fewer for tiny
 // kernels), the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math
 // is int32 in shaders: an index space or a variable beyond it is a DeviceError.

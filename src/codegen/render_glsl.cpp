@@ -60,10 +60,6 @@ namespace {
 
 bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 bool is_small_int(DType d) { return d.is_int() && d != dtypes::index && d.itemsize() < 4; }
-bool is_vec_dtype(DType d) {
-  return d.scalar() == dtypes::float32 || d.scalar() == dtypes::int32 ||
-         d.scalar() == dtypes::uint32;
-}
 
 // GLSL's types: computed in (small integers in 32 bits, half floats in float), stored in.
 constexpr TypeTable kGlslTypes = [] {
@@ -170,7 +166,6 @@ class GlslRenderer : public Linearizer {
 
   void render(Program& p) {
     check_features();
-    find_vectors();
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
     // for a symbolic index space, the per-launch size.
     const std::vector<UOp> globals = ranges_of(AxisType::global);
@@ -210,11 +205,17 @@ class GlslRenderer : public Linearizer {
     body += unflatten(globals, "gid", 1);
     emit_body(1, body);
 
-    std::vector<UOp> bufs;
+    // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
+    // aliasing vec4 block beside its scalar one.
+    std::map<int64_t, UOp> by_slot;
     for (const UOp& u : topo_)
-      if (u.op() == Ops::DEFINE_GLOBAL) bufs.push_back(u);
-    std::sort(bufs.begin(), bufs.end(),
-              [](const UOp& a, const UOp& b) { return a.arg_as<int64_t>() < b.arg_as<int64_t>(); });
+      if (u.op() == Ops::DEFINE_GLOBAL) {
+        const int64_t slot = u.arg_as<int64_t>();
+        if (u.dtype().base().count() > 1) vec_slots_[slot] = true;
+        by_slot.emplace(slot, UOp::define_global(u.dtype().base().scalar().ptr(), slot));
+      }
+    std::vector<UOp> bufs;
+    for (const auto& [slot, b] : by_slot) bufs.push_back(b);
     const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
     p.num_buffers = n;
     p.writes.assign(static_cast<size_t>(n), false);
@@ -299,78 +300,13 @@ class GlslRenderer : public Linearizer {
     extensions_.push_back("GL_EXT_control_flow_attributes");
   }
 
-  // --- vec4 access ---
-  struct VecAccess {
-    UOp range;  // the upcast range of 4 the access spans
-    UOp index;  // the vec4 index: (element index at range = 0) / 4
-  };
-  // `idx` reads base + u for u in [0, 4) of a size-4 upcast range, base a multiple of 4.
-  std::optional<VecAccess> vec_access(const UOp& idx, uint64_t except_mask) const {
-    for (const UOp& u : ranges_of(AxisType::upcast)) {
-      if (range_size(u) != 4 || !((deps(idx) >> u.arg_as<AxisArg>().id) & 1)) continue;
-      if ((except_mask >> u.arg_as<AxisArg>().id) & 1) continue;
-      auto at = [&](int64_t k) { return simplify(substitute(idx, {{u, u.const_like(k)}})); };
-      const UOp base = at(0);
-      bool ok = simplify(base % base.const_like(4)).is_const(0);
-      for (int64_t k = 1; ok && k < 4; ++k) ok = simplify(at(k) - base).is_const(k);
-      if (ok) return VecAccess{u, simplify(base / base.const_like(4))};
-    }
-    return std::nullopt;
-  }
-  void find_vectors() {
-    if (grouped_) return;
-    for (const UOp& u : topo_) {
-      if (u.op() != Ops::LOAD || !is_vec_dtype(u.dtype())) continue;
-      const UOp& idx = u.src(0);
-      const uint64_t valid_deps = idx.src().size() > 2 ? deps(idx.src(2)) : 0;
-      if (auto v = vec_access(idx.src(1), valid_deps)) {
-        vec_loads_.emplace(u.get(), *v);
-        vec_slots_[idx.src(0).arg_as<int64_t>()] = true;
-      }
-    }
-    const UOp& st = ast_.src(0);
-    const std::vector<UOp> ups = ranges_of(AxisType::upcast);
-    if (!ups.empty() && is_vec_dtype(st.src(1).dtype()))
-      if (auto v = vec_access(st.src(0).src(1), 0); v && v->range == ups.back()) {
-        vec_store_ = *v;
-        vec_slots_[0] = true;
-      }
-  }
-  std::vector<UOp> reads(const UOp& u) const override {
-    if (vec_loads_.count(u.get())) {
-      const UOp& idx = u.src(0);
-      return idx.src().size() > 2 ? std::vector<UOp>{idx.src(2)} : std::vector<UOp>{};
-    }
-    if (vec_store_ && u == ast_.src(0)) return {u.src(1)};
-    return u.src();
-  }
-  uint64_t placement(const UOp& u) const override {
-    auto it = vec_loads_.find(u.get());
-    if (it == vec_loads_.end()) return deps(u);
-    return deps(u) & ~(uint64_t{1} << it->second.range.arg_as<AxisArg>().id);
-  }
-  bool emit_special(const UOp& u, int depth, std::string& out, Names& names) override {
-    auto it = vec_loads_.find(u.get());
-    if (it == vec_loads_.end()) return false;
-    const UOp& idx = u.src(0);
-    const int64_t slot = idx.src(0).arg_as<int64_t>();
-    const std::string V = vec4_type(u.dtype());
-    std::string x = fmt::format("data{}_v4[{}]", slot, inline_expr(it->second.index, names));
-    if (idx.src().size() > 2)
-      x = fmt::format("({} ? {} : {}(0))", operand(idx.src(2), names), x, V);
-    const std::string v = new_var();
-    out += fmt::format("{}{} {} = {};\n", indent(depth), V, v, x);
-    names[u.get()] = fmt::format("{}[{}]", v, name_of(it->second.range));
-    return true;
-  }
-
   // --- the language ---
   bool hoist() const override { return true; }
-  std::string type(DType d) const override { return glsl_type(d); }
+  std::string type(DType d) const override { return d.count() > 1 ? vec4_type(d) : glsl_type(d); }
   // `precise` makes the driver keep IEEE semantics (no contraction into fma, no x*0 -> 0 or
   // x/0 -> ... folding that assumes no NaN or Inf), so results round as the C backend's do.
   std::string var_type(DType d) const override {
-    return d.is_float() ? "precise " + glsl_type(d) : glsl_type(d);
+    return d.is_float() && d.count() == 1 ? "precise " + glsl_type(d) : type(d);
   }
   std::string literal(const UOp& c) const override { return const_literal(c); }
   void use(GlslFunction h) const { use_function(helpers_, h); }
@@ -509,6 +445,12 @@ class GlslRenderer : public Linearizer {
   std::string load(const UOp& ld, const Names& names) const override {
     const UOp& idx = ld.src(0);
     const DType d = ld.dtype();
+    if (d.count() > 1) {  // a vector load (fold_vectors) through the buffer's vec4 alias
+      const std::string x =
+          fmt::format("data{}_v4[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
+      if (idx.src().size() < 3) return x;
+      return fmt::format("({} ? {} : {}(0))", operand(idx.src(2), names), x, vec4_type(d));
+    }
     std::string x =
         fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
     switch (d.scalar_type()) {
@@ -588,15 +530,16 @@ class GlslRenderer : public Linearizer {
     return out;
   }
 
-  // The store of 4 neighbours becomes one vec4 store after the innermost upcast loop.
+  // A vector store (fold_vectors): the value is gathered along its range into a vec4, stored
+  // after that (innermost upcast) loop.
   void emit_epilogue(int depth, std::string& out) override {
-    if (!vec_store_) return Linearizer::emit_epilogue(depth, out);
     const UOp& st = ast_.src(0);
-    const UOp& u = vec_store_->range;
+    if (st.src().size() < 3) return Linearizer::emit_epilogue(depth, out);
+    const UOp& u = st.src(2);
     const uint64_t bit = uint64_t{1} << u.arg_as<AxisArg>().id;
     Names names = head_names_;
     const auto epi = needed(
-        {st.src(1)}, [&](const UOp& x) { return !in_head(x); }, false);
+        {st.src(1), st.src(0).src(1)}, [&](const UOp& x) { return !in_head(x); }, false);
     std::vector<UOp> outer_nodes, inner_nodes;
     for (const UOp& x : epi) (placement(x) & bit ? inner_nodes : outer_nodes).push_back(x);
     std::vector<UOp> ups = ranges_of(AxisType::upcast);
@@ -607,8 +550,7 @@ class GlslRenderer : public Linearizer {
     const int di = emit_nest({u}, inner_nodes, d, out, names);
     out += fmt::format("{}{}[{}] = {};\n", indent(di), v, name_of(u), operand(st.src(1), names));
     close(di, d, out);
-    out +=
-        fmt::format("{}data0_v4[{}] = {};\n", indent(d), inline_expr(vec_store_->index, names), v);
+    out += fmt::format("{}data0_v4[{}] = {};\n", indent(d), operand(st.src(0).src(1), names), v);
     close(d, depth, out);
   }
 
@@ -651,8 +593,6 @@ class GlslRenderer : public Linearizer {
   uint32_t local_ = 1;
   std::vector<std::string> extensions_;
   mutable bool helpers_[kNumGlslFunctions] = {};
-  std::unordered_map<const UOpNode*, VecAccess> vec_loads_;
-  std::optional<VecAccess> vec_store_;
   std::map<int64_t, bool> vec_slots_;
   std::string shared_decls_;
 };

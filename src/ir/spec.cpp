@@ -127,8 +127,14 @@ const PatternMatcher pm_spec({
     rule(UPat::op(Ops::STORE).named("x"),
          [](const Match& m) {
            const UOp& u = m[x];
-           return verdict(u.src().size() >= 2 && u.src(0).dtype().is_ptr() && u.dtype().is_void() &&
-                          u.src(1).dtype() == u.src(0).dtype().base());
+           if (u.src().size() < 2 || !u.src(0).dtype().is_ptr() || !u.dtype().is_void())
+             return verdict(false);
+           const DType to = u.src(0).dtype().base(), value = u.src(1).dtype();
+           // STORE(vector index, value, range): the values along the range, as one vector.
+           if (u.src().size() == 3 && u.src(2).op() == Ops::RANGE && u.src(2).src(0).is_const())
+             return verdict(to == value.vec(static_cast<int>(
+                                      std::get<int64_t>(u.src(2).src(0).const_value()))));
+           return verdict(value == to);
          }),
     rule(UPat::op(Ops::END).named("x"),
          [](const Match& m) {

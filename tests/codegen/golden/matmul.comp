@@ -28,6 +28,7 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v
 void main() {
   int gid = int(gl_WorkGroupID.x) * 2 + int(gl_LocalInvocationID.x);
   int gidx1 = gid;
+  int v0 = (gidx1 * 2);
   precise float acc0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
     [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
@@ -37,15 +38,18 @@ void main() {
     }
   }
   for (int ridx2 = 0; ridx2 < 32; ridx2++) {
+    int v1 = (ridx2 * 4);
+    int v2 = (v0 + v1);
     [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-      int v0 = (uidx3 * 32);
-      int v1 = (ridx2 + v0);
-      precise float v2 = data1[v1];
+      int v3 = (uidx3 * 32);
+      int v4 = (ridx2 + v3);
+      precise float v5 = data1[v4];
       [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-        vec4 v3 = data2_v4[(((gidx1 * 2) + (ridx2 * 4)) + uidx4)];
+        int v6 = (v2 + uidx4);
+        vec4 v7 = data2_v4[v6];
         [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-          precise float v4 = (v3[uidx5] * v2);
-          acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v4);
+          precise float v8 = (v7[uidx5] * v5);
+          acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v8);
         }
       }
     }
@@ -60,12 +64,15 @@ void main() {
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+    int v9 = (uidx3 * 4);
+    int v10 = (v0 + v9);
     [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      vec4 v5;
+      int v11 = (v10 + uidx4);
+      vec4 v12;
       [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        v5[uidx5] = red0[uidx3][uidx4][uidx5];
+        v12[uidx5] = red0[uidx3][uidx4][uidx5];
       }
-      data0_v4[(((gidx1 * 2) + (uidx3 * 4)) + uidx4)] = v5;
+      data0_v4[v11] = v12;
     }
   }
 }
