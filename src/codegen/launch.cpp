@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"
@@ -16,7 +17,8 @@
 
 namespace vkgrad {
 
-void plan_launch(const UOp& kernel, std::span<const Opt> opts, const Target& target, Program& p) {
+void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target,
+                 Program& p) {
   std::vector<UOp> globals;
   bool grouped = false;
   for (const UOp& u : toposort(kernel)) {
@@ -45,6 +47,32 @@ void plan_launch(const UOp& kernel, std::span<const Opt> opts, const Target& tar
   const int64_t groups = grouped ? max_total : (max_total + local - 1) / local;
   p.groups = group_grid(groups, target.max_group_count);
   if (!total.is_const()) p.launch_size = grouped ? total : simplify((total + (local - 1)) / local);
+}
+
+// Every global range becomes its digit of the flat invocation index SPECIAL("gid") (outermost
+// first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost without the modulo), then the
+// index math is simplified again: a store to r0 * n1 + r1 is a store to gid.
+UOp gpu_dims(const UOp& kernel, const Target& target) {
+  if (!target.threads) return kernel;
+  std::vector<UOp> globals;
+  for (const UOp& u : toposort(kernel))
+    if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::global) globals.push_back(u);
+  if (globals.empty()) return kernel;
+  std::sort(globals.begin(), globals.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  });
+  UOp total = UOp::const_(dtypes::index, int64_t{1});
+  for (const UOp& g : globals) total = total * g.src(0);
+  const UOp gid = UOp::special("gid", simplify(total));
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  UOp inner = UOp::const_(dtypes::index, int64_t{1});
+  for (size_t i = globals.size(); i-- > 0;) {
+    UOp digit = inner.is_const(1) ? gid : gid / simplify(inner);
+    if (i > 0) digit = digit % globals[i].src(0);
+    with.emplace(globals[i], digit);
+    inner = inner * globals[i].src(0);
+  }
+  return simplify(substitute(kernel, with));
 }
 
 }  // namespace vkgrad

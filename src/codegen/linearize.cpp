@@ -119,6 +119,7 @@ bool Linearizer::in_head(const UOp& u) const {
 std::string Linearizer::operand(const UOp& u, const Names& names) const {
   if (u.op() == Ops::CONST) return literal(u);
   if (u.op() == Ops::RANGE) return name_of(u);
+  if (u.op() == Ops::SPECIAL) return u.arg_as<std::string>();
   if (u.op() == Ops::DEFINE_VAR) {
     const auto it = std::find(vars_.begin(), vars_.end(), u);
     return var_names_[static_cast<size_t>(it - vars_.begin())];
@@ -133,7 +134,7 @@ std::string Linearizer::inline_expr(const UOp& e, const Names& names) const {
   Names local = names;
   for (const UOp& u : toposort(e)) {
     if (local.count(u.get()) || u.op() == Ops::CONST || u.op() == Ops::RANGE ||
-        u.op() == Ops::DEFINE_VAR)
+        u.op() == Ops::SPECIAL || u.op() == Ops::DEFINE_VAR)
       continue;
     std::vector<std::string> s;
     for (const UOp& x : u.src()) s.push_back(operand(x, local));

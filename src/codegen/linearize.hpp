@@ -73,7 +73,10 @@ class Linearizer {
   virtual uint64_t placement(const UOp& u) const { return deps(u); }
   // The operands a node's computation reads (fewer when the language computes it another way,
   // as a vector load that needs no scalar index).
-  virtual std::vector<UOp> reads(const UOp& u) const { return u.src(); }
+  virtual std::vector<UOp> reads(const UOp& u) const {
+    return u.op() == Ops::SPECIAL ? std::vector<UOp>{}
+                                  : u.src();  // a SPECIAL's size is the launch's
+  }
   // A language may emit a node its own way (a vector load); true when it did.
   virtual bool emit_special(const UOp& u, int depth, std::string& out, Names& names) {
     (void)u, (void)depth, (void)out, (void)names;
@@ -143,9 +146,9 @@ std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
     for (const UOp& s : reads(u)) stack.push_back(s);
   }
   auto is_inline = [](const UOp& u) {
-    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::DEFINE_VAR ||
-           u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::INDEX || u.op() == Ops::SINK ||
-           u.op() == Ops::STORE;
+    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
+           u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::INDEX ||
+           u.op() == Ops::SINK || u.op() == Ops::STORE;
   };
   std::vector<UOp> out;
   for (const UOp& u : topo_)

@@ -33,7 +33,10 @@ UOp fold_vectors(const UOp& kernel, const Target& target);
 // Threads targets: the workgroup size (LOCAL or GROUP's amount, else 64 lanes, fewer for tiny
 // kernels), the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math
 // is int32 in shaders: an index space or a variable beyond it is a DeviceError.
-void plan_launch(const UOp& kernel, std::span<const Opt> opts, const Target& target, Program& p);
+void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target, Program& p);
+// Threads targets: the global ranges become digits of the flat invocation index SPECIAL("gid")
+// (launch.cpp); the printer defines gid from the launch plan_launch chose.
+UOp gpu_dims(const UOp& kernel, const Target& target);
 // Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
 // AST), the kernel is rendered as a packed GEMM.
 void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p);

@@ -168,8 +168,10 @@ class GlslRenderer : public Linearizer {
     check_features();
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
     // for a symbolic index space, the per-launch size.
-    const std::vector<UOp> globals = ranges_of(AxisType::global);
-    const UOp total = size_of(globals, 0);
+    // gid: the flat invocation index (gpu_dims), its size the kernel's index space.
+    UOp total = UOp::const_(dtypes::index, int64_t{1});
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::SPECIAL) total = u.src(0);
     const bool symbolic = !total.is_const();
     local_ = p.local_size[0];
     const int64_t launched =
@@ -202,7 +204,6 @@ class GlslRenderer : public Linearizer {
     }
     if (padded || symbolic)
       body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
-    body += unflatten(globals, "gid", 1);
     emit_body(1, body);
 
     // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an

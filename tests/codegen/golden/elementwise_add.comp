@@ -31,13 +31,12 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v
 void main() {
   int gid = int(gl_WorkGroupID.x) * 32 + int(gl_LocalInvocationID.x);
   if (gid >= 25) return;
-  int gidx0 = gid;
-  vec4 v0 = data2_v4[gidx0];
-  vec4 v1 = data1_v4[gidx0];
+  vec4 v0 = data1_v4[gid];
+  vec4 v1 = data2_v4[gid];
   vec4 v2;
   [[unroll]] for (int uidx2 = 0; uidx2 < 4; uidx2++) {
     precise float v3 = (v0[uidx2] + v1[uidx2]);
     v2[uidx2] = v3;
   }
-  data0_v4[gidx0] = v2;
+  data0_v4[gid] = v2;
 }

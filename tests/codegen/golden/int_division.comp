@@ -22,16 +22,15 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { int data2[]; 
 void main() {
   int gid = int(gl_WorkGroupID.x) * 8 + int(gl_LocalInvocationID.x);
   if (gid >= 7) return;
-  int gidx0 = gid;
-  int v0 = data1[gidx0];
+  int v0 = data1[gid];
   bool v1 = (v0 == 0);
   bool v2 = (v0 == (-1));
-  int v3 = data2[gidx0];
+  int v3 = data2[gid];
   int v4 = (-v3);
   bool v5 = (v2 || v1);
   int v6 = (v5 ? 1 : v0);
   int v7 = (v3 / v6);
   int v8 = (v2 ? v4 : v7);
   int v9 = (v1 ? 0 : v8);
-  data0[gidx0] = v9;
+  data0[gid] = v9;
 }

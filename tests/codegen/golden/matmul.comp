@@ -27,8 +27,7 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v
 // r_8_16_32
 void main() {
   int gid = int(gl_WorkGroupID.x) * 2 + int(gl_LocalInvocationID.x);
-  int gidx1 = gid;
-  int v0 = (gidx1 * 2);
+  int v0 = (gid * 2);
   precise float acc0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
     [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {

@@ -19,20 +19,18 @@ layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]
 void main() {
   int gid = int(gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
   if (gid >= 35) return;
-  int gidx0 = (gid / 7);
-  int gidx1 = gid % 7;
-  int v0 = (gidx0 * 7);
-  int v1 = (v0 + gidx1);
-  bool v2 = (gidx0 < 4);
-  bool v3 = (gidx0 < 1);
-  bool v4 = (v3 != true);
-  bool v5 = (v2 && v4);
-  bool v6 = (gidx1 < 5);
-  bool v7 = (v5 && v6);
-  int v8 = (gidx1 * (-3));
-  int v9 = (gidx0 + v8);
+  bool v0 = (gid < 28);
+  bool v1 = (gid < 7);
+  bool v2 = (v1 != true);
+  bool v3 = (v0 && v2);
+  int v4 = (gid % 7);
+  bool v5 = (v4 < 5);
+  bool v6 = (v3 && v5);
+  int v7 = (gid / 7);
+  int v8 = (v4 * (-3));
+  int v9 = (v7 + v8);
   int v10 = (v9 + 11);
-  precise float v11 = (v7 ? data1[v10] : 0.0);
-  precise float v12 = (v7 ? v11 : 0.0);
-  data0[v1] = v12;
+  precise float v11 = (v6 ? data1[v10] : 0.0);
+  precise float v12 = (v6 ? v11 : 0.0);
+  data0[gid] = v12;
 }

@@ -20,8 +20,7 @@ float vkg_maxf(float a, float b) { return (vkg_isnanf(a) || a > b) ? a : b; }
 // r_4_10
 void main() {
   int gid = int(gl_WorkGroupID.x) * 4 + int(gl_LocalInvocationID.x);
-  int gidx0 = gid;
-  int v0 = (gidx0 * 10);
+  int v0 = (gid * 10);
   precise float acc0;
   acc0 = uintBitsToFloat(0xff800000u);
   for (int ridx1 = 0; ridx1 < 10; ridx1++) {
@@ -32,7 +31,7 @@ void main() {
   precise float red0;
   red0 = uintBitsToFloat(0xff800000u);
   red0 = vkg_maxf(red0, acc0);
-  data0[gidx0] = red0;
+  data0[gid] = red0;
 }
 #version 450
 #extension GL_EXT_control_flow_attributes : require
@@ -75,9 +74,8 @@ float vkg_exp2f(float x) {
 // r_4_10
 void main() {
   int gid = int(gl_WorkGroupID.x) * 4 + int(gl_LocalInvocationID.x);
-  int gidx0 = gid;
-  int v0 = (gidx0 * 10);
-  precise float v1 = data2[gidx0];
+  int v0 = (gid * 10);
+  precise float v1 = data2[gid];
   precise float acc0;
   acc0 = 0.0;
   for (int ridx1 = 0; ridx1 < 10; ridx1++) {
@@ -91,7 +89,7 @@ void main() {
   precise float red0;
   red0 = 0.0;
   red0 = (red0 + acc0);
-  data0[gidx0] = red0;
+  data0[gid] = red0;
 }
 #version 450
 #extension GL_EXT_control_flow_attributes : require
@@ -138,16 +136,13 @@ float vkg_exp2f(float x) {
 void main() {
   int gid = int(gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
   if (gid >= 40) return;
-  int gidx0 = (gid / 10);
-  int gidx1 = gid % 10;
-  int v0 = (gidx0 * 10);
-  int v1 = (v0 + gidx1);
-  precise float v2 = data1[v1];
-  precise float v3 = data2[gidx0];
-  precise float v4 = (v2 - v3);
-  precise float v5 = (v4 * 1.442695);
-  precise float v6 = vkg_exp2f(v5);
-  precise float v7 = data3[gidx0];
-  precise float v8 = (v6 / v7);
-  data0[v1] = v8;
+  precise float v0 = data1[gid];
+  int v1 = (gid / 10);
+  precise float v2 = data2[v1];
+  precise float v3 = (v0 - v2);
+  precise float v4 = (v3 * 1.442695);
+  precise float v5 = vkg_exp2f(v4);
+  precise float v6 = data3[v1];
+  precise float v7 = (v5 / v6);
+  data0[gid] = v7;
 }

@@ -18,8 +18,7 @@ layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]
 // r_16_32
 void main() {
   int gid = int(gl_WorkGroupID.x) * 16 + int(gl_LocalInvocationID.x);
-  int gidx0 = gid;
-  int v0 = (gidx0 * 32);
+  int v0 = (gid * 32);
   precise float acc0;
   acc0 = 0.0;
   for (int ridx1 = 0; ridx1 < 32; ridx1++) {
@@ -30,5 +29,5 @@ void main() {
   precise float red0;
   red0 = 0.0;
   red0 = (red0 + acc0);
-  data0[gidx0] = red0;
+  data0[gid] = red0;
 }

@@ -1,0 +1,65 @@
+// tests/codegen: the launch passes on scheduler-built kernels, no device — plan_launch's
+// workgroup size and grid, and gpu_dims's global ranges as digits of SPECIAL("gid").
+#include <gtest/gtest.h>
+
+#include <vkgrad/vkgrad.hpp>
+
+#include "codegen/pipeline.hpp"
+#include "ir/symbolic/symbolic.hpp"
+#include "sched/schedule.hpp"
+#include "tensor/tensor_impl.hpp"
+#include "test_glsl_tools.hpp"
+
+namespace vkgrad {
+namespace {
+
+UOp kernel_of(const Tensor& t) {
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
+  return simplify(build_schedule(g.key).kernels.at(0).ast);
+}
+Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
+
+int count(const UOp& k, Ops op) {
+  int n = 0;
+  for (const UOp& u : toposort(k)) n += u.op() == op;
+  return n;
+}
+
+TEST(Launch, GlobalRangesBecomeDigitsOfTheInvocationIndex) {
+  const Target gpu = full_target();
+  const UOp k = kernel_of(input({5, 7}).transpose() * 2.0);  // (7, 5): two global axes
+  const UOp d = gpu_dims(k, gpu);
+  EXPECT_EQ(count(d, Ops::SPECIAL), 1);
+  for (const UOp& u : toposort(d))
+    if (u.op() == Ops::RANGE) ADD_FAILURE() << "a range is left";
+  for (const UOp& u : toposort(d))
+    if (u.op() == Ops::SPECIAL) {
+      EXPECT_EQ(u.arg_as<std::string>(), "gid");
+      EXPECT_TRUE(u.src(0).is_const(35));
+    }
+  // The contiguous store is at gid itself.
+  EXPECT_EQ(d.src(0).src(0).src(1).op(), Ops::SPECIAL);
+  // The CPU keeps its loops; a kernel without global axes has nothing to map.
+  EXPECT_EQ(gpu_dims(k, cpu::host_target()), k);
+  const UOp scalar = kernel_of(input({64}).sum());
+  EXPECT_EQ(gpu_dims(scalar, gpu), scalar);
+}
+
+TEST(Launch, PlanLaunchPicksTheWorkgroupAndTheGrid) {
+  const Target gpu = full_target();
+  const UOp small = kernel_of(input({5, 7}) + 1.0);
+  Program p;
+  plan_launch(small, {}, gpu, p);
+  EXPECT_EQ(p.local_size[0], 64u);  // 35 invocations: 64 is the smallest that halves past 35
+  EXPECT_EQ(p.groups[0], 1u);
+  const UOp big = kernel_of(input({1 << 12, 1 << 12}) + 1.0);
+  plan_launch(big, {{OptOp::LOCAL, 0, 128}}, gpu, p);
+  EXPECT_EQ(p.local_size[0], 128u);
+  // 131072 groups, over 65535: a 2-D grid covering them (padding invocations return early).
+  EXPECT_GT(p.groups[1], 1u);
+  EXPECT_GE(int64_t{p.groups[0]} * p.groups[1] * p.groups[2], (int64_t{1} << 24) / 128);
+  EXPECT_LE(p.groups[0], 65535u);
+}
+
+}  // namespace
+}  // namespace vkgrad
