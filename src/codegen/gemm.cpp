@@ -103,6 +103,15 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   p.split = !p.batch.empty() && range_size(p.batch[0]) >= kGemmMinSplitBatch ? GemmSplit::batch
             : M <= N                                                         ? GemmSplit::columns
                                                                              : GemmSplit::rows;
+  const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
+  p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
+  p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
+  p.parallel = (p.share + p.step - 1) / p.step;
+  auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
+  p.scratch_a = 0;
+  p.scratch_b = p.scratch_a + part(p.mc * p.kc);
+  p.scratch_c = p.scratch_b + part(K * p.nc);
+  p.scratch_floats = p.scratch_c + part(p.mc * p.nc);
   return p;
 }
 

@@ -30,6 +30,10 @@ struct GemmPlan {
   int64_t nc = 0;          // B block packed at a time: all of k x nc columns
   // Rows: each thread packs all of B; columns: all of A; batch (the first batch range): neither.
   GemmSplit split = GemmSplit::rows;
+  // The threads' work: `parallel` items of `step` rows, columns or batch elements out of `share`.
+  int64_t step = 1, share = 1, parallel = 1;
+  // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B, the C tile.
+  int64_t scratch_a = 0, scratch_b = 0, scratch_c = 0, scratch_floats = 0;
 };
 
 // The plan for a large float32 matmul-like kernel on a target with Target::gemm, or none.

@@ -58,12 +58,25 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   for (const UOp& u : p.uops)
     if (u.op() == Ops::DEFINE_GLOBAL)
       p.num_buffers = std::max<int>(p.num_buffers, static_cast<int>(u.arg_as<int64_t>()) + 1);
+  // The buffers: slot 0 is written, the others read; variables are 4-byte push constants.
+  p.writes.assign(static_cast<size_t>(p.num_buffers), false);
+  if (p.num_buffers > 0) p.writes[0] = true;
+  if (target.threads) p.push_bytes = static_cast<uint32_t>(4 * p.vars.size());
   if (target.language == Target::Language::glsl) {
     render_glsl(k, p.name, target, p);
-  } else {
-    const std::optional<GemmPlan> plan = gemm ? plan_gemm(k, target) : std::nullopt;
-    render_c(k, p.name, plan ? &*plan : nullptr, p);
+    return p;
   }
+  // CPU launch: the threads split the outermost global loop (a symbolic one is sized per launch),
+  // or the GEMM's rows, columns or batch, with the plan's scratch per thread.
+  const std::optional<GemmPlan> plan = gemm ? plan_gemm(k, target) : std::nullopt;
+  if (plan) {
+    p.parallel_size = plan->parallel;
+    p.scratch_floats = plan->scratch_floats;
+  } else if (const KernelAxes axes = kernel_axes(k); !axes.globals.empty()) {
+    p.parallel_size = axes.globals[0].src(0).vmax();
+    if (range_size(axes.globals[0]) < 0) p.launch_size = axes.globals[0].src(0);
+  }
+  render_c(k, p.name, plan ? &*plan : nullptr, p);
   return p;
 }
 

@@ -208,20 +208,17 @@ class CRenderer : public Linearizer {
     }
     if (vars_.empty()) body += "  (void)vars;\n";
     if (gemm) {  // plan_gemm plans only kernels of constant sizes
-      render_gemm(*gemm, body, static_cast<int>(globals.size()), p);
+      render_gemm(*gemm, body, static_cast<int>(globals.size()));
       p.source = fmt::format(
           "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
           prelude(), gemm_prelude(gemm->vector), name_, body);
       return;
     }
-    // Global loops; a symbolic outermost one is sized per launch.
+    // Global loops, the first over the thread's slice [start, end) of it.
     int depth = 1;
-    p.parallel_size = 1;
     bool first = true;
     for (const UOp& r : ranges_of(AxisType::global)) {
       if (first) {
-        p.parallel_size = r.src(0).vmax();
-        if (range_size(r) < 0) p.launch_size = r.src(0);
         body += fmt::format("{}for (int64_t {} = start; {} < end; {}++) {{\n", indent(depth),
                             name_of(r), name_of(r), name_of(r));
       } else {
@@ -305,7 +302,7 @@ class CRenderer : public Linearizer {
   // (GemmPlan::split).
   // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
   // are bound. Accumulation is a fused multiply-add (one rounding per step).
-  void render_gemm(const GemmPlan& p, std::string& out, int buffers, Program& program) {
+  void render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     auto size = [](const std::vector<UOp>& ranges) {
       int64_t n = 1;
       for (const UOp& r : ranges) n *= range_size(r);
@@ -326,22 +323,17 @@ class CRenderer : public Linearizer {
     };
     auto line = [&](int depth, const std::string& text) { out += indent(depth) + text + "\n"; };
     // The packed panels and the C tile live in the thread's scratch (the runtime's, 64-byte
-    // aligned, after the buffers): each part starts on a 64-byte boundary.
-    program.scratch_floats = 0;
-    auto scratch = [&](const char* name, int64_t floats) {
-      line(1, fmt::format("float* restrict {} = (float*)bufs[{}] + {};", name, buffers,
-                          program.scratch_floats));
-      program.scratch_floats += (floats + 15) / 16 * 16;
+    // aligned, after the buffers), where the plan put them.
+    auto scratch = [&](const char* name, int64_t offset) {
+      line(1, fmt::format("float* restrict {} = (float*)bufs[{}] + {};", name, buffers, offset));
     };
-    scratch("pack_a", p.mc * p.kc);
-    scratch("pack_b", K * p.nc);
-    scratch("tile_c", p.mc * p.nc);
+    scratch("pack_a", p.scratch_a);
+    scratch("pack_b", p.scratch_b);
+    scratch("tile_c", p.scratch_c);
     // This thread's share: a slice of the first batch range, or rows [m_lo, m_hi) and columns
     // [n_lo, n_hi).
     const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
-    const int64_t step = by_columns ? p.nr : by_rows ? p.mr : 1;
-    const int64_t share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
-    program.parallel_size = (share + step - 1) / step;
+    const int64_t step = p.step, share = p.share;
     const std::string lo = fmt::format("start * {}", step),
                       hi = fmt::format("(end * {0} < {1} ? end * {0} : {1})", step, share);
     line(1, fmt::format("const int64_t m_lo = {}, m_hi = {};", by_rows ? lo : "0",

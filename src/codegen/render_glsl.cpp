@@ -218,10 +218,6 @@ class GlslRenderer : public Linearizer {
     std::vector<UOp> bufs;
     for (const auto& [slot, b] : by_slot) bufs.push_back(b);
     const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
-    p.num_buffers = n;
-    p.writes.assign(static_cast<size_t>(n), false);
-    if (n > 0) p.writes[0] = true;
-    p.push_bytes = static_cast<uint32_t>(4 * vars_.size());
 
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
