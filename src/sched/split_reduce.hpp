@@ -9,9 +9,11 @@
 
 namespace vkgrad {
 
-// A reduction over every axis of at least kSplitReduceMin elements, a multiple of
-// kSplitReduceRows and with no symbolic axis, has no output axis to spread over threads: it
-// becomes kSplitReduceRows partial results over the rows of its input, then their reduction.
+// A reduction of at least kSplitReduceMin elements per output, a multiple of kSplitReduceRows,
+// into fewer than kSplitReduceRows outputs has too few output elements to spread over threads:
+// it becomes kSplitReduceRows partial results per output, over rows of its input, then their
+// reduction. It applies when the reduced axes are the trailing ones (every axis, or the last of
+// a few rows), so the rows are a plain reshape, and when no axis is symbolic.
 inline constexpr int64_t kSplitReduceRows = 256;
 inline constexpr int64_t kSplitReduceMin = int64_t{1} << 16;
 

@@ -1,6 +1,6 @@
 // tests/sched: the split of a large reduction (split_reduce.cpp) — it gives exactly the graph of
-// the split written by hand, two kernels of the right shapes, and each precondition broken on
-// its own leaves the reduction whole, in one kernel.
+// the split written by hand, two kernels of the right shapes, for every axis or the last axes of
+// a few rows; each precondition broken on its own leaves the reduction whole, in one kernel.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -124,11 +124,40 @@ TEST(SplitReduce, ASymbolicAxisIsNotSplit) {
   EXPECT_EQ(schedule_of(r).kernels.size(), 1u);
 }
 
-TEST(SplitReduce, AReductionThatKeepsAnAxisIsNotSplit) {
+TEST(SplitReduce, AFewRowsSplitAlongTheirLastAxes) {
+  // sum over axis 1 of (4, 2^16): 256 partial results per row, then the rows' sums.
   const UOp x = input({4, kSplitReduceMin});
   const UOp r = lazy::reduce(x, Ops::ADD, {1});
+  const UOp rows = lazy::reshape(x.src(0), {4, kSplitReduceRows, 256});
+  const UOp by_hand =
+      lazy::reshape(lazy::reduce(lazy::reduce(rows, Ops::ADD, {2}), Ops::ADD, {1}), {4, 1});
+  EXPECT_EQ(split_reduceop(key_of(r)), key_of(by_hand));
+  const Schedule s = schedule_of(r);
+  EXPECT_EQ(kernel_shapes(s), (Shapes{{4, 256, 1}, {4, 1}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{256}, {256}}));
+  // Over the last two axes of (2, 512, 256), with MAX.
+  const UOp y = input({2, 512, 256});
+  const Schedule m = schedule_of(lazy::reduce(y, Ops::MAX, {1, 2}));
+  EXPECT_EQ(kernel_shapes(m), (Shapes{{2, 256, 1}, {2, 1, 1}}));
+  EXPECT_EQ(reduce_trips(m), (Trips{{512}, {256}}));
+}
+
+TEST(SplitReduce, ManyRowsAreNotSplit) {
+  // As many outputs as a split makes partial results: the output axis has the threads.
+  const UOp r = lazy::reduce(input({kSplitReduceRows, kSplitReduceMin}), Ops::ADD, {1});
   EXPECT_EQ(split_reduceop(key_of(r)), key_of(r));
-  EXPECT_EQ(kernel_shapes(schedule_of(r)), (Shapes{{4, 1}}));
+  EXPECT_EQ(kernel_shapes(schedule_of(r)), (Shapes{{256, 1}}));
+  const UOp few = lazy::reduce(input({kSplitReduceRows - 1, kSplitReduceMin}), Ops::ADD, {1});
+  EXPECT_EQ(schedule_of(few).kernels.size(), 2u);
+}
+
+TEST(SplitReduce, AReductionOfLeadingAxesIsNotSplit) {
+  // Rows of the reduced axes would not be a plain reshape of (2^16, 4).
+  const UOp r = lazy::reduce(input({kSplitReduceMin, 4}), Ops::ADD, {0});
+  EXPECT_EQ(split_reduceop(key_of(r)), key_of(r));
+  EXPECT_EQ(kernel_shapes(schedule_of(r)), (Shapes{{1, 4}}));
+  const UOp middle = lazy::reduce(input({2, kSplitReduceMin, 2}), Ops::ADD, {1});
+  EXPECT_EQ(split_reduceop(key_of(middle)), key_of(middle));
 }
 
 }  // namespace
