@@ -1,5 +1,6 @@
-// sched: the schedule, as a table of contents — normalize (cache key), choose what becomes a
-// buffer, lower each kernel (indexing.cpp), plan intermediate memory.
+// sched: the schedule, as a table of contents — normalize (cache key), split large reductions
+// (split_reduce.cpp), choose what becomes a buffer, lower each kernel (indexing.cpp), plan
+// intermediate memory.
 #include "sched/schedule.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include "ir/symbolic/symbolic.hpp"
 #include "sched/indexing.hpp"
+#include "sched/split_reduce.hpp"
 
 namespace vkgrad {
 
@@ -127,8 +129,10 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
 
 Schedule build_schedule(const UOp& key) {
   Schedule sched;
-  const std::vector<UOp> topo = toposort(key);
-  const std::span<const UOp> roots(key.src());
+  // How reductions are cut into kernels is decided on the tensor graph, before anything else.
+  const UOp graph = split_reduceop(key);
+  const std::vector<UOp> topo = toposort(graph);
+  const std::span<const UOp> roots(graph.src());
   lazy::ShapeMap shapes;
   const auto realized = choose_realized(topo, roots, shapes);
 

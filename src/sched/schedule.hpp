@@ -1,8 +1,8 @@
-// sched: cuts a tensor-level graph (lazy.hpp) into kernels. Decides which nodes become buffers
-// (outputs, contiguous(), reductions that feed an expand or another reduction), lowers each
-// kernel's movement ops into index expressions (padding as valid masks) and plans the memory of
-// intermediate buffers. The result is device-independent; codegen renders each kernel.
-// Depends on ir only.
+// sched: cuts a tensor-level graph (lazy.hpp) into kernels. Splits large reductions in two
+// (split_reduce.hpp), decides which nodes become buffers (outputs, contiguous(), reductions that
+// feed an expand or another reduction), lowers each kernel's movement ops into index expressions
+// (padding as valid masks) and plans the memory of intermediate buffers. The result is
+// device-independent; codegen renders each kernel. Depends on ir only.
 #pragma once
 
 #include <span>

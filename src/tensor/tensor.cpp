@@ -136,17 +136,8 @@ Tensor alu(Ops op, const Tensor& a, const Tensor& b, DType out) {
 Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, const char* name) {
   (void)name;
   if (axes.empty()) return x;
-  // A full reduction of many elements has no output axis to spread over threads: split it in
-  // two kernels, kSplit partial results over rows, then the rows (tinygrad's split_reduceop).
-  constexpr int64_t kSplit = 256, kMinSplit = int64_t{1} << 16;
-  if (static_cast<int>(axes.size()) == x.ndim() && x.numel() >= kMinSplit &&
-      x.numel() % kSplit == 0 && x.impl()->sym.empty()) {
-    const Tensor rows = x.reshape({kSplit, x.numel() / kSplit});
-    const Tensor partial =
-        make(lazy::reduce(uop(rows), op, {1}), {kSplit, 1}, x.dtype(), x.device());
-    Tensor whole = make(lazy::reduce(uop(partial), op, {0}), {1, 1}, x.dtype(), x.device());
-    return whole.reshape(Shape(x.ndim(), 1));
-  }
+  // One REDUCE_AXIS however large: the scheduler decides how it is cut into kernels
+  // (sched/split_reduce.hpp), and autograd sees the reduction as written.
   Shape out = x.shape(), sym = x.impl()->sym;
   std::vector<int64_t> ax;
   for (int a : axes) {

@@ -248,6 +248,30 @@ TEST_P(AutogradTest, TiesAndZeros) {
   expect_values(grad_of(p), {3, 3}, dtypes::float32, {0, 6, 0, 0, 0, 0, 6, 3, 2});
 }
 
+// A reduction large enough that the scheduler splits it: backward sees the one reduction the
+// tensor graph holds, so a sum's gradient is its upstream gradient (one kernel) and max shares
+// its gradient equally among ties wherever they lie (1/3 each, not 1/4, 1/4 and 1/2 as two
+// reductions over rows of 512 would).
+TEST_P(AutogradTest, ALargeReduction) {
+  const Shape s{256, 512};
+  const std::vector<double> wv = random_values(256 * 512, -1, 1, 31);
+  Tensor x = Tensor::zeros(s, dtypes::float32, dev()).requires_grad_();
+  const Tensor w = make_tensor(wv, s, dtypes::float32, dev());
+  (x * w).sum().backward();
+  EXPECT_EQ(grad_of(x).schedule().size(), 1u);
+  std::vector<double> want(wv.size());
+  for (size_t i = 0; i < wv.size(); ++i) want[i] = round_to(wv[i], dtypes::float32);
+  expect_values(grad_of(x), s, dtypes::float32, want);
+
+  std::vector<double> v(256 * 512, 0.0);
+  v[0] = v[1] = v[600] = 1;
+  Tensor y = make_tensor(v, s, dtypes::float32, dev()).requires_grad_();
+  y.max().backward();
+  std::vector<double> share(v.size(), 0.0);
+  share[0] = share[1] = share[600] = 1.0 / 3;
+  expect_values(grad_of(y), s, dtypes::float32, share, 1e-6);
+}
+
 // ---- finite differences: movement --------------------------------------------------------------
 
 TEST_P(AutogradTest, Movement) {

@@ -31,6 +31,49 @@ TEST_P(FusionTest, ReduceFusesItsInput) {
   expect_values(s, {}, dtypes::float32, {ref}, 1e-5, 1e-5);
 }
 
+TEST_P(FusionTest, ALargeFullReductionIsTwoKernels) {
+  // 300 x 512 elements: 256 partial results over rows of 600, then their reduction (the
+  // scheduler's split_reduceop). sum, mean and max, on every device.
+  Tensor x = rnd({300, 512}, 9);
+  auto shapes = [](const Tensor& t) {
+    std::vector<Shape> out;
+    for (const KernelInfo& k : t.schedule()) out.push_back(k.global_size);
+    return out;
+  };
+  EXPECT_EQ(shapes(x.sum()), (std::vector<Shape>{{256, 1}, {}}));
+  EXPECT_EQ(shapes(x.max(std::vector<int>{0, 1}, true)), (std::vector<Shape>{{256, 1}, {1, 1}}));
+  EXPECT_EQ(x.mean().schedule().size(), 2u);
+  const auto xv = values_of(x);
+  double sum = 0, mx = -1e300;
+  for (double v : xv) sum += v, mx = std::max(mx, v);
+  expect_values(x.sum(), {}, dtypes::float32, {sum}, 1e-5, 1e-4);
+  expect_values(x.mean(), {}, dtypes::float32, {sum / 153600.0}, 1e-5, 1e-8);
+  expect_values(x.max(), {}, dtypes::float32, {mx});
+  // Fewer elements, or not whole rows of 256: one kernel.
+  EXPECT_EQ(rnd({255, 256}, 10).sum().schedule().size(), 1u);
+  EXPECT_EQ(rnd({257, 257}, 11).sum().schedule().size(), 1u);
+}
+
+TEST_P(FusionTest, AFewLongRowsAreSplitToo) {
+  // Over the last axis of (3, 2^16): 256 partial results per row, then each row's. softmax
+  // splits its max and its sum.
+  const int64_t n = int64_t{1} << 16;
+  Tensor x = rnd({3, n}, 12);
+  EXPECT_EQ(x.sum(1).schedule().size(), 2u);
+  EXPECT_EQ(x.softmax(-1).schedule().size(), 5u);
+  const auto xv = values_of(x);
+  std::vector<double> sum(3, 0.0), mx(3, -1e300), soft(xv.size());
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < n; ++c) sum[r] += xv[r * n + c], mx[r] = std::max(mx[r], xv[r * n + c]);
+    double e = 0;
+    for (int64_t c = 0; c < n; ++c) e += std::exp(xv[r * n + c] - mx[r]);
+    for (int64_t c = 0; c < n; ++c) soft[r * n + c] = std::exp(xv[r * n + c] - mx[r]) / e;
+  }
+  expect_values(x.sum(1), {3}, dtypes::float32, sum, 1e-5, 1e-4);
+  expect_values(x.max(1), {3}, dtypes::float32, mx);
+  expect_values(x.softmax(-1), {3, n}, dtypes::float32, soft, 1e-5, 1e-10);
+}
+
 TEST_P(FusionTest, MatmulIsOneKernelWithItsEpilogue) {
   Tensor a = rnd({16, 33}, 1), b = rnd({33, 48}, 2);
   EXPECT_EQ(a.matmul(b).schedule().size(), 1u);
