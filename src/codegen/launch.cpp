@@ -50,8 +50,8 @@ void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& 
 }
 
 // Every global range becomes its digit of the flat invocation index SPECIAL("gid") (outermost
-// first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost without the modulo), then the
-// index math is simplified again: a store to r0 * n1 + r1 is a store to gid.
+// first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost without the modulo); once the
+// pipeline simplifies the index math, a store to r0 * n1 + r1 is a store to gid.
 UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (!target.threads) return kernel;
   std::vector<UOp> globals;
@@ -72,7 +72,7 @@ UOp gpu_dims(const UOp& kernel, const Target& target) {
     with.emplace(globals[i], digit);
     inner = inner * globals[i].src(0);
   }
-  return simplify(substitute(kernel, with));
+  return substitute(kernel, with);
 }
 
 }  // namespace vkgrad

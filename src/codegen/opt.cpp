@@ -71,9 +71,8 @@ UOp apply_splits(const UOp& ast, int64_t next_id,
     for (const auto& [n, t] : inner) value = value * n + UOp::range(n, next_id++, t);
     with.emplace(range, value);
   }
-  UOp out = substitute(ast, with);
-  out = graph_rewrite(out, pm_fix_reduce, nullptr, {.name = "fix_reduce"});
-  return simplify(out);
+  // The index math is simplified once, by the pipeline, after every range has its final form.
+  return graph_rewrite(substitute(ast, with), pm_fix_reduce, nullptr, {.name = "fix_reduce"});
 }
 
 bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }

@@ -53,6 +53,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   const bool gemm = p.opts.size() == 1 && p.opts[0].op == OptOp::GEMM;
   if (target.threads) plan_launch(k, p.opts, target, p);
   k = run_pass("gpu_dims", k, [&](const UOp& u) { return gpu_dims(u, target); });
+  k = run_pass("simplify", k, [](const UOp& u) { return simplify(u); });
   p.uops = toposort(k);
   p.vars = var_args(k);
   for (const UOp& u : p.uops)
