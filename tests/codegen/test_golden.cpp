@@ -20,20 +20,22 @@ std::string golden_path(const std::string& name, const std::string& ext) {
   return std::string(VKGRAD_SOURCE_DIR) + "/tests/codegen/golden/" + name + ext;
 }
 
-// Every kernel of the tensor's schedule, rendered (optimized) and concatenated.
-std::string render_all(const Tensor& t, bool glsl) {
+// Every kernel of the tensor's schedule, rendered (optimized, or with `opts` where given) and
+// concatenated.
+std::string render_all(const Tensor& t, bool glsl, const CodegenOptions& opts) {
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
   const Schedule s = build_schedule(g.key);
   std::string out;
   for (const ScheduleKernel& k : s.kernels)
-    out += glsl ? codegen(k.ast, {}, full_target()).source
-                : codegen(k.ast, {}, cpu::host_target()).source;
+    out += glsl ? codegen(k.ast, opts, full_target()).source
+                : codegen(k.ast, opts, cpu::host_target()).source;
   return out;
 }
 
-void check_golden(const std::string& name, const Tensor& t, bool glsl) {
+void check_golden(const std::string& name, const Tensor& t, bool glsl,
+                  const CodegenOptions& opts = {}) {
   const std::string path = golden_path(name, glsl ? ".comp" : ".c");
-  const std::string got = render_all(t, glsl);
+  const std::string got = render_all(t, glsl, opts);
   if (std::getenv("VKGRAD_REGEN_GOLDEN")) {
     std::ofstream(path) << got;
     GTEST_SKIP() << "regenerated " << path;
@@ -48,10 +50,12 @@ void check_golden(const std::string& name, const Tensor& t, bool glsl) {
 
 Tensor input(const Shape& s, DType dt = dtypes::float32) { return Tensor::empty(s, dt, "CPU"); }
 
-// The canonical kernels, each checked as C and as GLSL.
+// The canonical kernels, each checked as C and as GLSL (with the heuristics' Opts, or for the
+// GPU with `gpu_opts` where given).
 struct Canonical {
   const char* name;
   Tensor (*make)();
+  std::vector<Opt> (*gpu_opts)() = nullptr;
 };
 const Canonical kCanonical[] = {
     {"elementwise_add",
@@ -76,11 +80,38 @@ const Canonical kCanonical[] = {
      }},
     {"int_division",
      [] { return input({7}, dtypes::int32).div(input({7}, dtypes::int32), "trunc"); }},
+    // A packed, blocked GEMM on the CPU (2^21 multiply-adds); a register tile on the GPU.
+    {"gemm",
+     [] {
+       return input({64, 256}).matmul(input({256, 128})).relu();
+     }},
+    // A grouped reduction on the GPU (few outputs, a long reduction); split accumulators in C.
+    {"grouped_sum",
+     [] {
+       return input({4, 4096}).sum(1);
+     }},
+    // The workgroup size set by LOCAL on the GPU.
+    {"local_split",
+     [] {
+       return input({48, 20}) * 2.0 + 1.0;
+     },
+     [] {
+       return std::vector<Opt>{{OptOp::LOCAL, 1, 16}};
+     }},
+    // A symbolic outer axis: its size is read from the variable when the kernel runs.
+    {"symbolic_rows",
+     [] {
+       return input({20, 24}).symbolic(0, Variable("n", 1, 32).bind(20)).sum(1) * 3.0;
+     }},
 };
 
 class Golden : public testing::TestWithParam<Canonical> {};
 TEST_P(Golden, C) { check_golden(GetParam().name, GetParam().make(), false); }
-TEST_P(Golden, Glsl) { check_golden(GetParam().name, GetParam().make(), true); }
+TEST_P(Golden, Glsl) {
+  CodegenOptions opts;
+  if (GetParam().gpu_opts) opts.opts = GetParam().gpu_opts();
+  check_golden(GetParam().name, GetParam().make(), true, opts);
+}
 INSTANTIATE_TEST_SUITE_P(Canonical, Golden, testing::ValuesIn(kCanonical),
                          [](const testing::TestParamInfo<Canonical>& i) {
                            return std::string(i.param.name);

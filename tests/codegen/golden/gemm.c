@@ -1,0 +1,153 @@
+#include <stdint.h>
+typedef _Bool bool_t;
+#define VKG_FN static inline
+#define VKG_U32 uint32_t
+static inline float vkg_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+static inline uint32_t vkg_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
+VKG_FN float vkg_h2f(VKG_U32 h) {
+  VKG_U32 s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0u) {
+    if (m == 0u) u = s;
+    else { e = 113u; while ((m & 0x400u) == 0u) { m <<= 1; e--; } u = s | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else if (e == 31u) u = s | 0x7f800000u | (m << 13);
+  else u = s | ((e + 112u) << 23) | (m << 13);
+  return vkg_u2f(u);
+}
+VKG_FN VKG_U32 vkg_f2h(float f) {
+  VKG_U32 u = vkg_f2u(f);
+  VKG_U32 s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return s | 0x7e00u;
+  if (a >= 0x477ff000u) return s | 0x7c00u;
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return s;
+    VKG_U32 e = a >> 23, m = (a & 0x7fffffu) | 0x800000u, sh = 126u - e;
+    VKG_U32 r = m >> sh, rem = m & ((1u << sh) - 1u), hf = 1u << (sh - 1u);
+    if (rem > hf || (rem == hf && (r & 1u) != 0u)) r++;
+    return s | r;
+  }
+  VKG_U32 r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u) != 0u)) h++;
+  return s | h;
+}
+VKG_FN float vkg_bf2f(VKG_U32 h) { return vkg_u2f(h << 16); }
+VKG_FN VKG_U32 vkg_f2bf(float f) {
+  VKG_U32 u = vkg_f2u(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
+static inline float vkg_exp2f(float x) {
+  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
+  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
+          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
+          + f * 1.5252733804059838e-05f))))));
+  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
+  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
+  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
+  return p * s1 * s2;
+}
+typedef float vkg_f32x16 __attribute__((vector_size(64)));
+static inline vkg_f32x16 vkg_fma16(float a, vkg_f32x16 b, vkg_f32x16 c) {
+  vkg_f32x16 r;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i++) r[i] = __builtin_fmaf(a, b[i], c[i]);
+  return r;
+}
+void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
+  float* restrict data0 = (float*)bufs[0];
+  const float* restrict data1 = (const float*)bufs[1];
+  const float* restrict data2 = (const float*)bufs[2];
+  (void)vars;
+  float* restrict pack_a = (float*)bufs[3] + 0;
+  float* restrict pack_b = (float*)bufs[3] + 24576;
+  float* restrict tile_c = (float*)bufs[3] + 57344;
+  const int64_t m_lo = 0, m_hi = 64;
+  const int64_t n_lo = start * 32, n_hi = (end * 32 < 128 ? end * 32 : 128);
+  for (int64_t jc = n_lo; jc < n_hi; jc += 128) {
+    const int64_t nc = n_hi - jc < 128 ? n_hi - jc : 128;
+    for (int64_t jr = 0; jr < nc; jr += 32) {
+      const int64_t nr = nc - jr < 32 ? nc - jr : 32;
+      float* restrict pb = pack_b + jr * 256;
+      for (int64_t kk = 0; kk < 256; kk += 1) {
+        const int64_t ridx2 = (kk);
+        for (int64_t w = 0; w < nr; w += 1) {
+          const int64_t gidx1 = (jc + jr + w);
+          int64_t v0 = (ridx2 * 128ll);
+          int64_t v1 = (gidx1 + v0);
+          float v2 = data2[v1];
+          pb[kk * 32 + w] = v2;
+        }
+        for (int64_t w = nr; w < 32; w += 1) {
+          pb[kk * 32 + w] = 0.0f;
+        }
+      }
+    }
+    for (int64_t ic = m_lo; ic < m_hi; ic += 96) {
+      const int64_t mc = m_hi - ic < 96 ? m_hi - ic : 96;
+      for (int64_t pc = 0; pc < 256; pc += 256) {
+        const int64_t kc = 256 - pc < 256 ? 256 - pc : 256;
+        for (int64_t ir = 0; ir < mc; ir += 12) {
+          const int64_t mr = mc - ir < 12 ? mc - ir : 12;
+          float* restrict pa = pack_a + ir * kc;
+          for (int64_t kk = 0; kk < kc; kk += 1) {
+            const int64_t ridx2 = (pc + kk);
+            for (int64_t w = 0; w < mr; w += 1) {
+              const int64_t gidx0 = (ic + ir + w);
+              int64_t v3 = (gidx0 * 256ll);
+              int64_t v4 = (v3 + ridx2);
+              float v5 = data1[v4];
+              pa[kk * 12 + w] = v5;
+            }
+            for (int64_t w = mr; w < 12; w += 1) {
+              pa[kk * 12 + w] = 0.0f;
+            }
+          }
+        }
+        for (int64_t jr = 0; jr < nc; jr += 32) {
+          for (int64_t ir = 0; ir < mc; ir += 12) {
+            const float* restrict ap = pack_a + ir * kc;
+            const float* restrict bp = pack_b + jr * 256 + pc * 32;
+            float* restrict cp = tile_c + ir * 128 + jr;
+            vkg_f32x16 acc[12][2];
+#pragma GCC unroll 64
+            for (int64_t i = 0; i < 12; i += 1) {
+#pragma GCC unroll 64
+              for (int64_t j = 0; j < 2; j += 1) {
+                acc[i][j] = pc == 0 ? (vkg_f32x16){0} : *(vkg_f32x16*)(cp + i * 128 + j * 16);
+              }
+            }
+            for (int64_t kk = 0; kk < kc; kk += 1) {
+#pragma GCC unroll 64
+              for (int64_t i = 0; i < 12; i += 1) {
+#pragma GCC unroll 64
+                for (int64_t j = 0; j < 2; j += 1) {
+                  acc[i][j] = vkg_fma16(ap[kk * 12 + i], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
+                }
+              }
+            }
+#pragma GCC unroll 64
+            for (int64_t i = 0; i < 12; i += 1) {
+#pragma GCC unroll 64
+              for (int64_t j = 0; j < 2; j += 1) {
+                *(vkg_f32x16*)(cp + i * 128 + j * 16) = acc[i][j];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t i = 0; i < mc; i += 1) {
+        for (int64_t j = 0; j < nc; j += 1) {
+          const int64_t gidx0 = (ic + i); const int64_t gidx1 = (jc + j);
+          const float red = tile_c[i * 128 + j];
+          int64_t v6 = (gidx0 * 128ll);
+          int64_t v7 = (v6 + gidx1);
+          bool_t v8 = (red < 0x0p+0f);
+          float v9 = (v8 ? 0x0p+0f : red);
+          data0[v7] = v9;
+        }
+      }
+    }
+  }
+}
