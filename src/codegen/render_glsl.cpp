@@ -1,24 +1,25 @@
 // codegen: render a kernel AST as a Vulkan GLSL 450 compute shader (the loop structure is the
 // shared one, linearize.hpp).
 //
-// Launch: every global range is flattened into one invocation index
+// Launch (planned by plan_launch; gpu_dims made the global ranges digits of SPECIAL("gid")): the
+// printer defines the flat invocation index
 //   gid = (gl_WorkGroupID.x + gl_WorkGroupID.y * groups.x + gl_WorkGroupID.z * groups.x *
 //          groups.y) * local_size.x + gl_LocalInvocationID.x
-// and decomposed into the global ranges by div/mod, outermost first; padding invocations return.
+// and padding invocations return.
 // A kernel whose index space depends on its variables (Program::launch_size) reads the grid's
 // shape from gl_NumWorkGroups instead of baking it in, since the runtime sizes the grid per
 // launch, and always returns past the symbolic total. Variables are push constants `int
 // vars[]` (after the device addresses in the VKG_BDA variant), so their bounds must fit int32.
-// A grouped reduction (reduce ranges typed group_reduce by the GPU optimizer) instead gives each
+// A grouped reduction (reduce ranges typed group_reduce by Opt GROUP) instead gives each
 // workgroup one output: gid is the workgroup's index and the lanes split the reduction.
-// Index math is `int`: a kernel's index space must fit in int32 (codegen_glsl checks it).
+// Index math is `int`: a kernel's index space must fit in int32 (plan_launch checks it).
 //
 // Buffers: slot i is `data<i>[]` in binding i of set 0 (`restrict readonly`, slot 0 `restrict
 // writeonly`). With `#define VKG_BDA 1` prepended, the same names are buffer references whose
 // addresses come in a push-constant array `uvec2 addr[num_buffers]` (for buffers beyond
-// maxStorageBufferRange). Where a range of 4 upcast values reads or writes 4 aligned neighbours
-// of a 32-bit buffer, one vec4 access goes through an aliasing block `data<i>_v4[]`; the buffer's
-// binding offset (or address) must then be 16-byte aligned.
+// maxStorageBufferRange). A vector access (fold_vectors: a LOAD of vec4 dtype, a STORE along a
+// range) goes through an aliasing block `data<i>_v4[]`; the buffer's binding offset (or address)
+// must then be 16-byte aligned.
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
 // in 32 bits and wrap after every operation, integer division by zero gives 0 and MIN / -1
