@@ -24,9 +24,9 @@ struct Target {
   bool gemm = false;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
-  bool threads = false;       // GPU-style launch (SPECIAL indices, workgroups, a grid)
-  bool local_memory = false;  // shared memory and barriers: grouped reductions (Opt GROUP)
-  uint32_t subgroup_size = 1;
+  bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
+  bool local_memory = false;   // shared memory and barriers: grouped reductions (Opt GROUP)
+  uint32_t subgroup_size = 1;  // (read by no pass yet: for searches and subgroup reductions)
   uint32_t max_workgroup_invocations = 1;
   uint32_t max_group_count[3] = {1, 1, 1};
   uint32_t max_shared_bytes = 0;
@@ -38,12 +38,6 @@ struct Target {
   bool storage16 = true;  // int16, uint16, float16, bfloat16 buffers
   bool int64 = true;
   bool float64 = true;
-
-  // Transcendentals the language computes well enough itself; the others are decomposed (our
-  // own polynomials, with documented ULP bounds).
-  bool native_exp2 = false;
-  bool native_log2 = true;
-  bool native_sin = true;
 };
 
 }  // namespace vkgrad
