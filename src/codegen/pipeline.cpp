@@ -38,7 +38,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   Program p;
   p.name = kernel_name(ast);    // the name Tensor::schedule() gives the kernel
   p.estimates = estimate(ast);  // work and traffic, for DEBUG=2 and kernel_times()
-  UOp k = run_pass("simplify", ast, [](const UOp& u) { return simplify(u); });
+  // The scheduler hands over its kernels simplified; codegen simplifies the index math once more,
+  // after the Opts and the launch gave every range its final form.
+  UOp k = ast;
   p.opts = options.opts       ? *options.opts
            : options.optimize ? heuristic_opts(k, target)
                               : std::vector<Opt>{};
