@@ -73,12 +73,11 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     return {};
   }
   if (target.local_memory && prod_sizes(info.globals) < 4096 && prod_sizes(info.reduces) >= 256) {
-    int64_t bytes = 0;
-    for (const UOp& u : toposort(ast))
-      if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
+    const int64_t per_lane = group_shared_bytes(ast, 1);
     int64_t lanes = std::min<int64_t>(256, target.max_workgroup_invocations);
-    while (lanes > 2 && lanes * bytes > target.max_shared_bytes) lanes /= 2;
-    if (lanes >= 2 && lanes * bytes <= target.max_shared_bytes) return {{OptOp::GROUP, 0, lanes}};
+    while (lanes > 2 && lanes * per_lane > target.max_shared_bytes) lanes /= 2;
+    if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
+      return {{OptOp::GROUP, 0, lanes}};
   }
   std::vector<Opt> opts;
   if (n > 0 && n % 4 == 0 && has_reuse(info, info.globals.back())) {

@@ -13,20 +13,18 @@
 
 #include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
 
 void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target,
                  Program& p) {
-  std::vector<UOp> globals;
+  const std::vector<UOp> globals = collect_ranges(kernel).globals;
   bool grouped = false;
-  for (const UOp& u : toposort(kernel)) {
-    if (u.op() != Ops::RANGE) continue;
-    const AxisType t = u.arg_as<AxisArg>().type;
-    if (t == AxisType::global) globals.push_back(u);
-    grouped = grouped || t == AxisType::group_reduce;
-  }
+  for (const UOp& u : toposort(kernel))
+    grouped =
+        grouped || (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::group_reduce);
   UOp total = UOp::const_(dtypes::index, int64_t{1});
   for (const UOp& g : globals) total = total * g.src(0);
   total = simplify(total);
@@ -54,13 +52,8 @@ void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& 
 // pipeline simplifies the index math, a store to r0 * n1 + r1 is a store to gid.
 UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (!target.threads) return kernel;
-  std::vector<UOp> globals;
-  for (const UOp& u : toposort(kernel))
-    if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::global) globals.push_back(u);
+  const std::vector<UOp> globals = collect_ranges(kernel).globals;
   if (globals.empty()) return kernel;
-  std::sort(globals.begin(), globals.end(), [](const UOp& a, const UOp& b) {
-    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
-  });
   UOp total = UOp::const_(dtypes::index, int64_t{1});
   for (const UOp& g : globals) total = total * g.src(0);
   const UOp gid = UOp::special("gid", simplify(total));

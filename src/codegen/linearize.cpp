@@ -169,7 +169,6 @@ void Linearizer::emit_nodes(const std::vector<UOp>& nodes, int depth, std::strin
       names[u.get()] = fmt::format("{}[{}]", operand(u.src(0), names), operand(u.src(1), names));
       continue;
     }
-    if (emit_special(u, depth, out, names)) continue;
     const std::string v = new_var();
     std::string e = expr(u, names);
     // Half floats compute in float but round every result to their own precision.
@@ -187,7 +186,7 @@ int Linearizer::emit_nest(const std::vector<UOp>& loops, const std::vector<UOp>&
   for (const UOp& u : nodes) {
     size_t level = loops.size();
     if (hoist()) {
-      const uint64_t p = placement(u);
+      const uint64_t p = deps(u);
       level = 0;
       for (size_t i = 0; i < loops.size(); ++i)
         if (has(p, loops[i])) level = i + 1;

@@ -68,20 +68,6 @@ class Linearizer {
   // Emit each node in a loop nest at the outermost level where its ranges exist (loop-invariant
   // code motion), instead of in the innermost loop.
   virtual bool hoist() const { return false; }
-  // The ranges a node must be placed under (its own, unless the language computes it as a
-  // vector over one of them).
-  virtual uint64_t placement(const UOp& u) const { return deps(u); }
-  // The operands a node's computation reads (fewer when the language computes it another way,
-  // as a vector load that needs no scalar index).
-  virtual std::vector<UOp> reads(const UOp& u) const {
-    return u.op() == Ops::SPECIAL ? std::vector<UOp>{}
-                                  : u.src();  // a SPECIAL's size is the launch's
-  }
-  // A language may emit a node its own way (a vector load); true when it did.
-  virtual bool emit_special(const UOp& u, int depth, std::string& out, Names& names) {
-    (void)u, (void)depth, (void)out, (void)names;
-    return false;
-  }
   // One REDUCE's block (accumulators, loops, fold); the default is the per-thread loop.
   virtual void emit_reduce(const UOp& r, int depth, std::string& out);
   // The upcast loops, the epilogue and the store.
@@ -143,7 +129,8 @@ std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
     stack.pop_back();
     if (!seen.emplace(u.get(), true).second) continue;
     if (u.op() == Ops::REDUCE && !into_reduces) continue;
-    for (const UOp& s : reads(u)) stack.push_back(s);
+    if (u.op() == Ops::SPECIAL) continue;  // its size is the launch's, not the kernel's to compute
+    for (const UOp& s : u.src()) stack.push_back(s);
   }
   auto is_inline = [](const UOp& u) {
     return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||

@@ -77,15 +77,14 @@ UOp apply_splits(const UOp& ast, int64_t next_id,
 
 bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// Shared memory a grouped reduction of `lanes` lanes needs: one slot per lane per REDUCE.
-int64_t group_bytes(const UOp& ast, int64_t lanes) {
+}  // namespace
+
+int64_t group_shared_bytes(const UOp& ast, int64_t lanes) {
   int64_t bytes = 0;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) bytes += u.dtype().itemsize() <= 4 ? 4 : 8;
   return bytes * lanes;
 }
-
-}  // namespace
 
 std::string to_string(const Opt& o) {
   return fmt::format("{}({}, {})", op_name(o.op), o.axis, o.amount);
@@ -163,9 +162,9 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
           fail(fmt::format("the amount must be a power of two from 2 to {}",
                            target.max_workgroup_invocations));
-        if (group_bytes(ast, o.amount) > target.max_shared_bytes)
+        if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
           fail(fmt::format("{} bytes of shared memory, over the target's {}",
-                           group_bytes(ast, o.amount), target.max_shared_bytes));
+                           group_shared_bytes(ast, o.amount), target.max_shared_bytes));
         group = true;
         break;
       case OptOp::GEMM:

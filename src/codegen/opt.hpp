@@ -46,6 +46,9 @@ std::string to_string(const std::vector<Opt>& opts);  // "[UPCAST(1, 4), UNROLL(
 // exceeded) throws Error naming the kernel, the action and why.
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
 
+// Shared memory GROUP with `lanes` lanes needs: one 4- or 8-byte slot per lane per REDUCE.
+int64_t group_shared_bytes(const UOp& ast, int64_t lanes);
+
 // The heuristics' list for a kernel (simplified) on a target: what NOOPT=1 leaves out.
 std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target);
 

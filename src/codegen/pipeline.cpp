@@ -11,14 +11,6 @@
 namespace vkgrad {
 namespace {
 
-int debug_level() {
-  static const int level = [] {
-    const char* v = std::getenv("DEBUG");
-    return v && *v ? std::atoi(v) : 0;
-  }();
-  return level;
-}
-
 std::vector<VarArg> var_args(const UOp& ast) {
   std::vector<VarArg> out;
   for (const UOp& v : kernel_vars(ast)) out.push_back(v.arg_as<VarArg>());

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
@@ -44,6 +45,14 @@ Estimates estimate(const UOp& ast) {
     under.emplace(u.get(), std::move(mine));
   }
   return e;
+}
+
+int debug_level() {
+  static const int level = [] {
+    const char* v = std::getenv("DEBUG");
+    return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
+  }();
+  return level;
 }
 
 std::string uop_listing(const Program& p) {

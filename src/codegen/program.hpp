@@ -66,6 +66,10 @@ int64_t evaluate_size(const UOp& expr, std::span<const VarArg> vars,
 // one dimension would exceed the device's limit (DeviceError beyond the whole grid).
 std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_count)[3]);
 
+// DEBUG from the environment (an empty value counts as unset), read once; every stage's output
+// reads this one.
+int debug_level();
+
 // The program's uops as a numbered list, one per line, children first: index, op, dtype, the
 // indices of its sources, its argument (DEBUG=5).
 std::string uop_listing(const Program& p);

@@ -539,7 +539,7 @@ class GlslRenderer : public Linearizer {
     const auto epi = needed(
         {st.src(1), st.src(0).src(1)}, [&](const UOp& x) { return !in_head(x); }, false);
     std::vector<UOp> outer_nodes, inner_nodes;
-    for (const UOp& x : epi) (placement(x) & bit ? inner_nodes : outer_nodes).push_back(x);
+    for (const UOp& x : epi) (deps(x) & bit ? inner_nodes : outer_nodes).push_back(x);
     std::vector<UOp> ups = ranges_of(AxisType::upcast);
     ups.pop_back();
     const int d = emit_nest(ups, outer_nodes, depth, out, names);

@@ -140,7 +140,7 @@ std::string default_device() {
         reason = fmt::format("{} device '{}' did not open: {}", b.title, best.label, e.what());
       }
     }
-    if (engine::debug_level() >= 1)
+    if (debug_level() >= 1)
       std::fprintf(stderr, "default device %s: %s\n", dev.c_str(), reason.c_str());
   }
   std::lock_guard lock(d.mu);

@@ -22,8 +22,7 @@ using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
-int debug_level();  // DEBUG, read once
-bool noopt();       // NOOPT=1, read once
+bool noopt();  // NOOPT=1, read once (DEBUG: codegen's debug_level())
 
 extern std::mutex g_stats_mu;
 extern RuntimeStats g_stats;  // under g_stats_mu

@@ -32,10 +32,6 @@ thread_local std::vector<RecordedRun>* t_recorder = nullptr;
 
 }  // namespace
 
-int debug_level() {
-  static const int level = env_int("DEBUG", 0);
-  return level;
-}
 bool noopt() {
   static const bool v = env_int("NOOPT", 0) != 0;
   return v;

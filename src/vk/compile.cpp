@@ -19,6 +19,7 @@
 #include <vkgrad/error.hpp>
 
 #include "codegen/disk_cache.hpp"
+#include "codegen/program.hpp"  // debug_level
 #include "vk/counters.hpp"
 #include "vk/device.hpp"
 
@@ -129,14 +130,6 @@ void print_disassembly(const std::string& name, const std::vector<uint32_t>& spi
 std::atomic<uint64_t> temp_counter{0};
 
 }  // namespace
-
-int debug_level() {
-  static const int level = [] {
-    const char* d = env("DEBUG");
-    return d != nullptr ? std::atoi(d) : 0;
-  }();
-  return level;
-}
 
 fs::path cache_dir() { return cache_root() / "vk"; }
 

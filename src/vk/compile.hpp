@@ -31,7 +31,4 @@ bool write_file_atomically(const std::filesystem::path& path, std::string_view b
 // The whole file, or nothing if it cannot be read.
 std::string read_file(const std::filesystem::path& path);
 
-// DEBUG from the environment, read once.
-int debug_level();
-
 }  // namespace vkgrad::vk
