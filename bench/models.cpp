@@ -38,10 +38,11 @@ Network make_network(const std::string& name, const std::string& device) {
   return network(models::BertEncoder(), {1, 128, 256}, device);
 }
 
-std::string top_kernels(const std::vector<KernelTime>& times, size_t n) {
+// "slowest kernels of T ms: a 1.20 ms (30%), ..." for the first n (slowest) of `times`.
+std::string slowest_kernels(const std::vector<KernelTime>& times, size_t n) {
   double total = 0;
   for (const KernelTime& t : times) total += t.ms;
-  std::string out;
+  std::string out = fmt::format("slowest kernels of {:.1f} ms: ", total);
   for (size_t i = 0; i < std::min(n, times.size()); ++i)
     out += fmt::format("{}{} {:.2f} ms ({:.0f}%)", i ? ", " : "", times[i].name, times[i].ms,
                        total > 0 ? 100 * times[i].ms / total : 0.0);
@@ -86,11 +87,7 @@ Row model_case(Suite& s, const std::string& name, bool jit) {
     set_kernel_timing(true);
     net.forward(x).realize();
     set_kernel_timing(was);
-    const std::vector<KernelTime> times = kernel_times();
-    double total = 0;
-    for (const KernelTime& t : times) total += t.ms;
-    row.details.push_back(
-        fmt::format("slowest kernels of {:.1f} ms: {}", total, top_kernels(times, 3)));
+    row.details.push_back(slowest_kernels(kernel_times(), 3));
   }
   const std::vector<float> got = out.to_vector<float>();
   double worst = 0, scale = 0;

@@ -6,18 +6,11 @@
 
 #include "codegen/pipeline.hpp"
 #include "ir/symbolic/symbolic.hpp"
-#include "sched/schedule.hpp"
-#include "tensor/tensor_impl.hpp"
+#include "scheduled.hpp"
 #include "test_glsl_tools.hpp"
 
 namespace vkgrad {
 namespace {
-
-UOp kernel_of(const Tensor& t) {
-  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
-  return simplify(build_schedule(g.key).kernels.at(0).ast);
-}
-Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
 
 int count(const UOp& k, Ops op) {
   int n = 0;
@@ -27,8 +20,8 @@ int count(const UOp& k, Ops op) {
 
 TEST(Launch, GlobalRangesBecomeDigitsOfTheInvocationIndex) {
   const Target gpu = full_target();
-  const UOp k = kernel_of(input({5, 7}).transpose() * 2.0);  // (7, 5): two global axes
-  const UOp d = simplify(gpu_dims(k, gpu));                  // as the pipeline's next pass does
+  const UOp k = scheduled_kernel(input({5, 7}).transpose() * 2.0);  // (7, 5): two global axes
+  const UOp d = simplify(gpu_dims(k, gpu));  // as the pipeline's next pass does
   EXPECT_EQ(count(d, Ops::SPECIAL), 1);
   for (const UOp& u : toposort(d))
     if (u.op() == Ops::RANGE) ADD_FAILURE() << "a range is left";
@@ -41,18 +34,18 @@ TEST(Launch, GlobalRangesBecomeDigitsOfTheInvocationIndex) {
   EXPECT_EQ(d.src(0).src(0).src(1).op(), Ops::SPECIAL);
   // The CPU keeps its loops; a kernel without global axes has nothing to map.
   EXPECT_EQ(gpu_dims(k, cpu::host_target()), k);
-  const UOp scalar = kernel_of(input({64}).sum());
+  const UOp scalar = scheduled_kernel(input({64}).sum());
   EXPECT_EQ(gpu_dims(scalar, gpu), scalar);
 }
 
 TEST(Launch, PlanLaunchPicksTheWorkgroupAndTheGrid) {
   const Target gpu = full_target();
-  const UOp small = kernel_of(input({5, 7}) + 1.0);
+  const UOp small = scheduled_kernel(input({5, 7}) + 1.0);
   Program p;
   plan_launch(small, {}, gpu, p);
   EXPECT_EQ(p.local_size[0], 64u);  // 35 invocations: 64 is the smallest that halves past 35
   EXPECT_EQ(p.groups[0], 1u);
-  const UOp big = kernel_of(input({1 << 12, 1 << 12}) + 1.0);
+  const UOp big = scheduled_kernel(input({1 << 12, 1 << 12}) + 1.0);
   plan_launch(big, {{OptOp::LOCAL, 0, 128}}, gpu, p);
   EXPECT_EQ(p.local_size[0], 128u);
   // 131072 groups, over 65535: a 2-D grid covering them (padding invocations return early).

@@ -9,22 +9,12 @@
 #include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/symbolic/symbolic.hpp"
-#include "sched/schedule.hpp"
+#include "scheduled.hpp"
 #include "symbolic_kernels.hpp"
-#include "tensor/tensor_impl.hpp"
 #include "test_glsl_tools.hpp"
 
 namespace vkgrad {
 namespace {
-
-UOp kernel_of(const Tensor& t) {
-  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
-  const Schedule s = build_schedule(g.key);
-  EXPECT_EQ(s.kernels.size(), 1u);
-  return simplify(s.kernels.at(0).ast);
-}
-
-Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
 
 // Every range of the kernel as (type, size), in id order.
 std::vector<std::pair<AxisType, int64_t>> ranges(const UOp& k) {
@@ -55,7 +45,7 @@ bool contains(const std::string& s, const std::string& what) {
 using A = AxisType;
 
 TEST(Opt, UpcastAndUnrollSplitTheirAxis) {
-  const UOp k = kernel_of(input({32, 64}).matmul(input({64, 48})));
+  const UOp k = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   const Target cpu = cpu::host_target();
   ASSERT_EQ(ranges(k), (std::vector<std::pair<A, int64_t>>{
                            {A::global, 32}, {A::global, 48}, {A::reduce, 64}}));
@@ -72,7 +62,7 @@ TEST(Opt, UpcastAndUnrollSplitTheirAxis) {
 }
 
 TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
-  const UOp k = kernel_of(input({4, 4096}).sum(1));
+  const UOp k = scheduled_kernel(input({4, 4096}).sum(1));
   const UOp g = apply_opts(k, {{OptOp::GROUP, 0, 128}}, full_target());
   EXPECT_EQ(ranges(g),
             (std::vector<std::pair<A, int64_t>>{{A::global, 4}, {A::group_reduce, 4096}}));
@@ -82,7 +72,7 @@ TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
 }
 
 TEST(Opt, LocalSetsTheWorkgroupSize) {
-  const UOp k = kernel_of(input({64, 64}) + input({64, 64}).transpose());
+  const UOp k = scheduled_kernel(input({64, 64}) + input({64, 64}).transpose());
   const Program p = codegen(k, {.opts = std::vector<Opt>{{OptOp::LOCAL, 1, 16}}}, full_target());
   EXPECT_EQ(p.local_size[0], 16u);
   EXPECT_EQ(p.groups[0], 64u * 64 / 16);
@@ -91,18 +81,18 @@ TEST(Opt, LocalSetsTheWorkgroupSize) {
 
 TEST(Opt, HeuristicsPerTarget) {
   const Target cpu = cpu::host_target(), gpu = full_target();
-  const UOp mm = kernel_of(input({32, 64}).matmul(input({64, 48})));
+  const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   EXPECT_EQ(heuristic_opts(mm, cpu),
             (std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 8}}));
   EXPECT_EQ(
       heuristic_opts(mm, gpu),
       (std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 8}}));
-  const UOp big = kernel_of(input({256, 256}).matmul(input({256, 256})));
+  const UOp big = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
   EXPECT_EQ(heuristic_opts(big, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
-  const UOp rows = kernel_of(input({4, 4096}).sum(1));
+  const UOp rows = scheduled_kernel(input({4, 4096}).sum(1));
   EXPECT_EQ(heuristic_opts(rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
   EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
-  const UOp ew = kernel_of(input({64, 60}) * input({60, 64}).transpose());
+  const UOp ew = scheduled_kernel(input({64, 60}) * input({60, 64}).transpose());
   EXPECT_TRUE(heuristic_opts(ew, cpu).empty());  // the C compiler vectorizes the loop
   EXPECT_EQ(heuristic_opts(ew, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4}}));
   // Every heuristic list applies.
@@ -116,8 +106,8 @@ TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
   const Target cpu = cpu::host_target(), gpu = full_target();
   Target no_shared = gpu;
   no_shared.local_memory = false;
-  const UOp mm = kernel_of(input({32, 64}).matmul(input({64, 48})));
-  const UOp ew = kernel_of(input({64, 60}) + input({60, 64}).transpose());
+  const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
+  const UOp ew = scheduled_kernel(input({64, 60}) + input({60, 64}).transpose());
   struct Bad {
     UOp kernel;
     std::vector<Opt> opts;

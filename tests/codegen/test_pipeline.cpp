@@ -8,17 +8,11 @@
 
 #include "codegen/pipeline.hpp"
 #include "ir/spec.hpp"
-#include "sched/schedule.hpp"
-#include "tensor/tensor_impl.hpp"
+#include "scheduled.hpp"
 #include "test_glsl_tools.hpp"
 
 namespace vkgrad {
 namespace {
-
-UOp kernel_of(const Tensor& t) {
-  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
-  return build_schedule(g.key).kernels.at(0).ast;
-}
 
 // A pass that breaks the kernel: the stored value becomes float32 + int32, which the spec
 // refuses (ADD takes operands of its own dtype).
@@ -39,7 +33,7 @@ std::string error_of(const std::function<void()>& fn) {
 }
 
 TEST(Pipeline, SpecNamesThePassAndTheNode) {
-  const UOp k = kernel_of(Tensor::empty({8, 8}, dtypes::float32, "CPU").exp2());
+  const UOp k = scheduled_kernel(Tensor::empty({8, 8}, dtypes::float32, "CPU").exp2());
   const std::string what = error_of([&] { run_pass("break_store", k, break_store, true); });
   EXPECT_NE(what.find("spec failed after break_store"), std::string::npos) << what;
   EXPECT_NE(what.find("invalid ADD"), std::string::npos) << what;
@@ -53,7 +47,7 @@ TEST(Pipeline, SpecNamesThePassAndTheNode) {
 }
 
 TEST(Pipeline, SpecFromTheEnvironmentChecksEveryPass) {
-  const UOp k = kernel_of(Tensor::empty({8, 8}, dtypes::float32, "CPU").exp2());
+  const UOp k = scheduled_kernel(Tensor::empty({8, 8}, dtypes::float32, "CPU").exp2());
   const std::string what = error_of([&] { run_pass("break_store", k, break_store); });
   if (spec_enabled()) {
     EXPECT_NE(what.find("spec failed after break_store"), std::string::npos) << what;
@@ -65,17 +59,16 @@ TEST(Pipeline, SpecFromTheEnvironmentChecksEveryPass) {
 TEST(Pipeline, EveryKindOfKernelPassesEveryPass) {
   // Under SPEC=1 each codegen() below verifies simplify and apply_opts on both targets.
   const Target cpu = cpu::host_target(), gpu = full_target();
-  auto in = [](const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); };
   const std::vector<Tensor> kernels = {
-      in({64, 60}) * in({60, 64}).transpose(),   // elementwise
-      in({256, 256}).matmul(in({256, 256})),     // GEMM on the CPU
-      in({32, 64}).matmul(in({64, 48})).relu(),  // register tiles
-      in({4, 4096}).sum(1),                      // grouped on the GPU
-      in({4096, 4}).sum(0),                      // a column sum
-      in({1, 8, 16, 16}).conv2d(in({4, 8, 3, 3}), std::nullopt, 1, 1),
+      input({64, 60}) * input({60, 64}).transpose(),   // elementwise
+      input({256, 256}).matmul(input({256, 256})),     // GEMM on the CPU
+      input({32, 64}).matmul(input({64, 48})).relu(),  // register tiles
+      input({4, 4096}).sum(1),                         // grouped on the GPU
+      input({4096, 4}).sum(0),                         // a column sum
+      input({1, 8, 16, 16}).conv2d(input({4, 8, 3, 3}), std::nullopt, 1, 1),
   };
   for (const Tensor& t : kernels) {
-    const UOp k = kernel_of(t);
+    const UOp k = scheduled_kernel(t);
     EXPECT_FALSE(codegen(k, {}, cpu).source.empty());
     EXPECT_FALSE(codegen(k, {}, gpu).source.empty());
     EXPECT_FALSE(codegen(k, {.optimize = false}, gpu).source.empty());

@@ -8,8 +8,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/spec.hpp"
 #include "ir/symbolic/symbolic.hpp"
-#include "sched/schedule.hpp"
-#include "tensor/tensor_impl.hpp"
+#include "scheduled.hpp"
 #include "test_glsl_tools.hpp"
 
 namespace vkgrad {
@@ -17,13 +16,10 @@ namespace {
 
 // The kernel of `t` after `op` on its innermost global axis by 4 (UPCAST) or on its reduction.
 UOp optimized(const Tensor& t, OptOp op, int64_t amount, const Target& target) {
-  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(t)});
-  const UOp k = simplify(build_schedule(g.key).kernels.at(0).ast);
+  const UOp k = scheduled_kernel(t);
   const int last = static_cast<int>(kernel_axes(k).globals.size()) - 1;
   return apply_opts(k, {{op, op == OptOp::UPCAST ? last : 0, amount}}, target);
 }
-
-Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
 
 struct Counts {
   int vector_loads = 0, scalar_loads = 0;
