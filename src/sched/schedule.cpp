@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 #include <vkgrad/error.hpp>
@@ -125,6 +126,98 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
   return realized;
 }
 
+// Keeps every reduction of a kernel on its fast path, after choose_realized has cut the graph:
+//   - a reduction that its kernel reads through a PAD is stored unpadded (a conv followed by a
+//     max-pool's -inf padding would otherwise run masked over the padded shape);
+//   - a kernel holds at most one reduction: of several side by side (a residual block's conv
+//     and its downsample conv, added), the one with the most work stays fused with the epilogue
+//     and the others are stored.
+// Storing a reduction only cuts a kernel in two, so one pass over the kernels is enough.
+void one_reduction_per_kernel(const std::vector<UOp>& topo, lazy::ShapeMap& shapes,
+                              std::unordered_set<const UOpNode*>& realized) {
+  std::vector<UOp> roots;
+  for (const UOp& u : topo)
+    if (realized.count(u.get()) && u.op() != Ops::SINK) roots.push_back(u);
+  for (const UOp& root : roots) {
+    std::vector<UOp> reduces;
+    std::vector<std::pair<UOp, bool>> stack{{root, false}};  // (node, reached through a PAD)
+    std::unordered_set<const UOpNode*> seen[2];
+    while (!stack.empty()) {
+      auto [u, padded] = stack.back();
+      stack.pop_back();
+      if (!seen[padded].insert(u.get()).second) continue;
+      if (u.get() != root.get()) {
+        if (u.op() == Ops::BUFFER || realized.count(u.get())) continue;
+        if (u.op() == Ops::REDUCE_AXIS) {
+          if (padded) {
+            realized.insert(u.get());
+            continue;
+          }
+          reduces.push_back(u);
+        }
+      }
+      for (const UOp& s : u.src()) stack.emplace_back(s, padded || u.op() == Ops::PAD);
+    }
+    if (root.op() == Ops::REDUCE_AXIS) reduces.push_back(root);
+    std::erase_if(reduces, [&](const UOp& r) { return realized.count(r.get()) && r != root; });
+    if (reduces.size() < 2) continue;
+    auto work = [&](const UOp& r) { return lazy::prod_max(shapes(r.src(0))); };
+    const auto keep =
+        std::max_element(reduces.begin(), reduces.end(), [&](const UOp& a, const UOp& b) {
+          if (a == root || b == root) return b == root;  // a reduction that is the root stays
+          return work(a) < work(b);
+        });
+    for (auto it = reduces.begin(); it != reduces.end(); ++it)
+      if (it != keep) realized.insert(it->get());
+  }
+}
+
+// Keeps every kernel within kMaxKernelBuffers: a node whose kernel would read more inputs
+// (a concatenation of many tensors, a sum of many) stores the operands that bring the most,
+// each below its views, until it reads few enough.
+void limit_kernel_buffers(const std::vector<UOp>& topo,
+                          std::unordered_set<const UOpNode*>& realized) {
+  constexpr size_t kMaxInputs = kMaxKernelBuffers - 1;  // slot 0 is the output
+  using Inputs = std::vector<const UOpNode*>;           // sorted
+  std::unordered_map<const UOpNode*, Inputs> inputs;
+  auto read_as = [&](const UOp& s) -> Inputs {
+    if (s.op() == Ops::BUFFER || realized.count(s.get())) return {s.get()};
+    auto it = inputs.find(s.get());
+    return it == inputs.end() ? Inputs{} : it->second;
+  };
+  auto gather = [&](const UOp& u) {
+    Inputs all;
+    for (const UOp& s : u.src()) {
+      Inputs in = read_as(s), merged;
+      std::set_union(all.begin(), all.end(), in.begin(), in.end(), std::back_inserter(merged));
+      all = std::move(merged);
+    }
+    return all;
+  };
+  for (const UOp& u : topo) {
+    if (u.op() == Ops::BUFFER || u.op() == Ops::SINK) continue;
+    Inputs all = gather(u);
+    while (all.size() > kMaxInputs) {
+      // The operand bringing the most inputs, stored below its views.
+      const UOp* widest = nullptr;
+      for (const UOp& s : u.src())
+        if (!realized.count(s.get()) && s.op() != Ops::BUFFER &&
+            (!widest || read_as(s).size() > read_as(*widest).size()))
+          widest = &s;
+      if (!widest || read_as(*widest).size() < 2) break;  // storing it would not help
+      UOp base = *widest;
+      while (is_movement(base.op()) && base.src(0).op() != Ops::BUFFER &&
+             !realized.count(base.src(0).get()))
+        base = base.src(0);
+      realized.insert(base.get());
+      // The views above the stored base now read it alone.
+      for (UOp v = *widest; v != base; v = v.src(0)) inputs[v.get()] = {base.get()};
+      all = gather(u);
+    }
+    inputs[u.get()] = std::move(all);
+  }
+}
+
 }  // namespace
 
 Schedule build_schedule(const UOp& key) {
@@ -134,7 +227,9 @@ Schedule build_schedule(const UOp& key) {
   const std::vector<UOp> topo = toposort(graph);
   const std::span<const UOp> roots(graph.src());
   lazy::ShapeMap shapes;
-  const auto realized = choose_realized(topo, roots, shapes);
+  auto realized = choose_realized(topo, roots, shapes);
+  one_reduction_per_kernel(topo, shapes, realized);
+  limit_kernel_buffers(topo, realized);
 
   // Buffers: placeholders (inputs), then one per realized node.
   std::unordered_map<const UOpNode*, int> buffer_of;

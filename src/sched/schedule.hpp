@@ -53,6 +53,10 @@ struct Schedule {
   std::vector<int64_t> arena_slot_bytes;  // memory plan: bytes of each reusable slot
 };
 
+// The most buffers one kernel binds, its output included (lavapipe allows 32 storage buffers
+// per shader stage; most mobile GPUs at least 24): a kernel that would read more is cut.
+inline constexpr size_t kMaxKernelBuffers = 24;
+
 // Build the schedule of a normalized graph (its roots are key.src()).
 Schedule build_schedule(const UOp& key);
 

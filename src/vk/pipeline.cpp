@@ -101,6 +101,10 @@ const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_byte
                         : std::string("the kernel's variables"),
                     c.props.limits.maxPushConstantsSize));
   if (binding != Binding::device_address) {
+    if (static_cast<uint32_t>(buffers) > c.props.limits.maxPerStageDescriptorStorageBuffers)
+      throw DeviceError(fmt::format(
+          "{}: a kernel binds {} storage buffers; the device allows {} per shader stage",
+          device->name(), buffers, c.props.limits.maxPerStageDescriptorStorageBuffers));
     std::vector<VkDescriptorSetLayoutBinding> slots(static_cast<size_t>(buffers));
     for (int i = 0; i < buffers; ++i) {
       slots[i].binding = static_cast<uint32_t>(i);

@@ -154,6 +154,25 @@ TEST_P(FusionTest, AReductionSeveralKernelsReadIsComputedOnce) {
   expect_values(outs[1], {16, 48}, dtypes::float32, v, 1e-5, 1e-5);
 }
 
+TEST_P(FusionTest, AKernelNeverBindsMoreThanTheBufferLimit) {
+  // The row sums of 40 tensors concatenated: the sums are stored (each sits behind the
+  // concatenation's padding) and the concatenation, which would read 40 buffers, is cut so that
+  // no kernel binds more than kMaxKernelBuffers (lavapipe allows 32 per shader stage).
+  std::vector<Tensor> parts;
+  std::vector<double> want;
+  for (int i = 0; i < 40; ++i) {
+    Tensor x = rnd({3, 5}, 100 + i);
+    parts.push_back(x.sum(1));
+    const auto xv = values_of(x);
+    for (int r = 0; r < 3; ++r)
+      want.push_back(xv[r * 5] + xv[r * 5 + 1] + xv[r * 5 + 2] + xv[r * 5 + 3] + xv[r * 5 + 4]);
+  }
+  Tensor all = cat(parts);
+  for (const KernelInfo& k : all.schedule())
+    EXPECT_LE(k.num_buffers, static_cast<int64_t>(kMaxKernelBuffers)) << k.name;
+  expect_values(all, {120}, dtypes::float32, want, 1e-6, 1e-6);
+}
+
 TEST_P(FusionTest, AnExpensiveMatmulOperandIsStoredNotRecomputed) {
   Tensor x = rnd({16, 33}, 3), y = rnd({16, 33}, 4), w = rnd({33, 48}, 5);
   // One cheap op on an operand stays fused; exp and a product are computed once, stored, and

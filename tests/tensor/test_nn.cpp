@@ -251,6 +251,100 @@ TEST_P(NnTest, Conv2d) {
   }
 }
 
+TEST_P(NnTest, Conv2dEveryShapeKind) {
+  // Together the cases cover stride 1/2/3, padding 0-3, dilation 1/2, groups 1/2/C (depthwise),
+  // kernels 1/3/5/7 and batch 1/3/32, each at a small size.
+  const ConvCase cases[] = {
+      {{1, 3, 11, 11}, {4, 3, 7, 7}, 2, 3, 1, 1, true},   // a stem: 7x7 stride 2 pad 3
+      {{3, 4, 9, 9}, {6, 2, 3, 3}, 1, 1, 2, 2, false},    // dilated, two groups, batch 3
+      {{32, 2, 5, 5}, {3, 2, 1, 1}, 2, 0, 1, 1, true},    // strided 1x1, batch 32
+      {{1, 6, 8, 8}, {6, 1, 3, 3}, 1, 1, 1, 6, true},     // depthwise 3x3
+      {{2, 4, 10, 10}, {4, 1, 5, 5}, 3, 2, 1, 4, false},  // depthwise 5x5 stride 3
+      {{1, 2, 12, 12}, {2, 2, 5, 5}, 1, 0, 2, 1, false},  // dilated 5x5, no padding
+      {{3, 4, 6, 6}, {4, 2, 3, 3}, 2, 2, 1, 2, true},     // padding 2, stride 2, groups 2
+      {{1, 8, 7, 7}, {16, 8, 1, 1}, 1, 0, 1, 1, false},   // pointwise
+      {{1, 3, 8, 8}, {2, 3, 3, 3}, 3, 1, 1, 1, true},     // stride 3
+      {{2, 2, 6, 6}, {3, 2, 3, 3}, 1, 3, 1, 1, false},    // padding 3, wider than the kernel
+      {{1, 6, 9, 9}, {6, 1, 3, 3}, 2, 1, 1, 6, false},    // depthwise stride 2
+  };
+  uint64_t seed = 150;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE("conv2d x" + str(c.x) + " w" + str(c.w) + " stride " + std::to_string(c.stride.h) +
+                 " padding " + std::to_string(c.padding.h) + " dilation " +
+                 std::to_string(c.dilation.h) + " groups " + std::to_string(c.groups));
+    const std::vector<double> x = rand32(numel_of(c.x), -1, 1, seed++);
+    const std::vector<double> w = rand32(numel_of(c.w), -1, 1, seed++);
+    const std::vector<double> b = rand32(c.w[0], -1, 1, seed++);
+    Shape out;
+    const std::vector<double> want = ref_conv2d(x, w, b, c, out);
+    std::optional<Tensor> bias;
+    if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, dev());
+    Tensor got = make_tensor(x, c.x, dtypes::float32, dev())
+                     .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride, c.padding,
+                             c.dilation, c.groups);
+    expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
+  }
+}
+
+TEST_P(NnTest, Conv2dFusedEpilogues) {
+  // A ResNet stem and a downsampling block as a network builds them: conv, per-channel scale
+  // and shift (BatchNorm in eval mode), an activation, a max-pool with padding, a residual add
+  // of a strided 1x1 conv. The conv's reduction stays unpadded and the block's two convs are
+  // separate reductions; the values match double precision.
+  const ConvCase stem{{1, 3, 12, 12}, {4, 3, 7, 7}, 2, 3, 1, 1, false};
+  const ConvCase conv2{{1, 4, 3, 3}, {8, 4, 3, 3}, 1, 1, 1, 1, false};
+  const ConvCase down{{1, 4, 3, 3}, {8, 4, 1, 1}, 1, 0, 1, 1, false};
+  const std::vector<double> x = rand32(numel_of(stem.x), -1, 1, 170);
+  const std::vector<double> w1 = rand32(numel_of(stem.w), -1, 1, 171);
+  const std::vector<double> w2 = rand32(numel_of(conv2.w), -1, 1, 172);
+  const std::vector<double> wd = rand32(numel_of(down.w), -1, 1, 173);
+  const std::vector<double> scale = rand32(8, 0.5, 1.5, 174), shift = rand32(8, -0.5, 0.5, 175);
+  // Reference: stem -> scale/shift -> relu -> max-pool 3x3 stride 2 pad 1 -> (conv2 -> gelu)
+  // + down.
+  Shape s1;
+  std::vector<double> y = ref_conv2d(x, w1, {}, stem, s1);  // (1, 4, 6, 6)
+  for (size_t i = 0; i < y.size(); ++i) {
+    const size_t ch = (i / 36) % 4;
+    y[i] = std::max(0.0, y[i] * scale[ch] + shift[ch]);
+  }
+  const Shape pooled{1, 4, 3, 3};
+  const std::vector<double> p = build(pooled, [&](const Index& i) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t ky = 0; ky < 3; ++ky)
+      for (int64_t kx = 0; kx < 3; ++kx) {
+        const int64_t iy = i[2] * 2 - 1 + ky, ix = i[3] * 2 - 1 + kx;
+        if (iy >= 0 && iy < 6 && ix >= 0 && ix < 6) m = std::max(m, at(y, s1, {0, i[1], iy, ix}));
+      }
+    return m;
+  });
+  Shape s2, sd;
+  const std::vector<double> a = ref_conv2d(p, w2, {}, conv2, s2),
+                            r = ref_conv2d(p, wd, {}, down, sd);
+  std::vector<double> want(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double v = a[i];
+    want[i] = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))) + r[i];
+  }
+
+  auto t = [&](const std::vector<double>& v, const Shape& s) {
+    return make_tensor(v, s, dtypes::float32, dev());
+  };
+  Tensor ty = t(x, stem.x).conv2d(t(w1, stem.w), std::nullopt, 2, 3);
+  ty = (ty * t({scale.begin(), scale.begin() + 4}, {1, 4, 1, 1}) +
+        t({shift.begin(), shift.begin() + 4}, {1, 4, 1, 1}))
+           .relu()
+           .max_pool2d(3, 2, 1);
+  Tensor out = ty.conv2d(t(w2, conv2.w), std::nullopt, 1, 1).gelu() +
+               ty.conv2d(t(wd, down.w), std::nullopt, 1, 0);
+  // The stem conv over its own 6x6 outputs, the padded activation, the pool, the 1x1 conv
+  // stored, the 3x3 conv with the gelu and the residual add as its epilogue.
+  std::vector<std::string> names;
+  for (const KernelInfo& k : out.schedule()) names.push_back(k.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"r_4_6_6_3_7_7", "E_4_8_8", "r_4_3_3_3_3", "r_8_3_3_4",
+                                             "r_8_3_3_4_3_3"}));
+  expect_values(out, s2, dtypes::float32, want, 1e-4, 1e-4);
+}
+
 TEST_P(NnTest, Conv2dNonContiguousUnbatchedInt) {
   // Input given channels-last (N, H, W, C) and permuted to NCHW; weight flipped in its kernel.
   const ConvCase c{{1, 3, 5, 4}, {2, 3, 3, 3}, 1, 1, 1, 1, false};

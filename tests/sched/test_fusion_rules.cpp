@@ -1,0 +1,143 @@
+// tests/sched: the fusion rules that keep work from multiplying and reductions on their fast
+// path — a reduction read through a broadcast or a window is stored once; a reduction read through
+// a PAD is stored at its own shape, unmasked; a kernel holds one reduction, the one with the most
+// work; a kernel binds at most kMaxKernelBuffers buffers. Each is pinned by the kernel count,
+// the kernels' shapes and which nodes are stored.
+#include <gtest/gtest.h>
+
+#include <span>
+
+#include "sched/lazy.hpp"
+#include "sched/schedule.hpp"
+
+namespace vkgrad {
+namespace {
+
+UOp input(const Shape& shape) {
+  const UOp b = lazy::buffer(dtypes::float32, lazy::prod(shape), "CPU");
+  return shape.size() == 1 ? b : lazy::reshape(b, shape);
+}
+
+Schedule schedule_of(const UOp& root) {
+  return build_schedule(normalize_graph(std::span<const UOp>(&root, 1)).key);
+}
+
+std::vector<Shape> kernel_shapes(const Schedule& s) {
+  std::vector<Shape> out;
+  for (const ScheduleKernel& k : s.kernels) out.push_back(k.global_shape);
+  return out;
+}
+
+// Per kernel: the trip counts of its reductions' ranges.
+std::vector<std::vector<int64_t>> reduce_trips(const Schedule& s) {
+  std::vector<std::vector<int64_t>> out;
+  for (const ScheduleKernel& k : s.kernels) {
+    std::vector<int64_t>& trips = out.emplace_back();
+    for (const UOp& u : toposort(k.ast))
+      if (u.op() == Ops::REDUCE)
+        for (size_t i = 1; i < u.src().size(); ++i)
+          trips.push_back(std::get<int64_t>(u.src(i).src(0).const_value()));
+  }
+  return out;
+}
+
+// Whether a kernel gates any load with a valid mask (a padded read).
+bool has_masked_load(const ScheduleKernel& k) {
+  for (const UOp& u : toposort(k.ast))
+    if (u.op() == Ops::INDEX && u.src().size() > 2) return true;
+  return false;
+}
+
+using Shapes = std::vector<Shape>;
+using Trips = std::vector<std::vector<int64_t>>;
+
+TEST(FusionRules, AReductionBehindABroadcastIsStoredOnce) {
+  // x - sum(x) over a row: the row sum is read at every element of the row, so it is its own
+  // kernel; the subtraction reads it.
+  const UOp x = input({6, 40});
+  const UOp centered = x - lazy::expand(lazy::reduce(x, Ops::ADD, {1}), {6, 40});
+  const Schedule s = schedule_of(centered);
+  EXPECT_EQ(kernel_shapes(s), (Shapes{{6, 1}, {6, 40}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{40}, {}}));
+}
+
+TEST(FusionRules, AReductionReadThroughWindowsIsStoredOnce) {
+  // A max over overlapping windows of a row sum: the windows repeat every element (an EXPAND),
+  // so the sum is computed once, not once per window it falls in.
+  const UOp x = input({8, 16});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {1}), {1, 8});
+  const UOp windows = lazy::shrink(lazy::reshape(lazy::expand(sums, {3, 8}), {24}), {{0, 18}});
+  const UOp rows = lazy::reshape(windows, {2, 9});  // rows of 9 starting 9 apart: a strided view
+  const UOp m = lazy::reduce(lazy::shrink(rows, {{0, 2}, {0, 3}}), Ops::MAX, {1});
+  const Schedule s = schedule_of(m);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(reduce_trips(s), (Trips{{16}, {3}}));
+}
+
+TEST(FusionRules, APaddedReductionIsStoredAtItsOwnShape) {
+  // A row sum padded by one on each side (a max-pool's padding after a conv): the sum runs as
+  // its own unmasked kernel of 4 x 8 outputs, and only the cheap padding sees the mask.
+  const UOp x = input({4, 8, 8});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {2}), {4, 8});
+  const UOp padded = lazy::pad(sums, {{0, 0}, {1, 1}});
+  const UOp root = padded * padded;
+  const Schedule s = schedule_of(root);
+  EXPECT_EQ(kernel_shapes(s), (Shapes{{4, 8, 1}, {4, 10}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{8}, {}}));
+  EXPECT_FALSE(has_masked_load(s.kernels[0]));
+  EXPECT_TRUE(has_masked_load(s.kernels[1]));
+}
+
+TEST(FusionRules, AnUnpaddedReductionStaysFusedWithItsEpilogue) {
+  // The rule above is about PAD only: a reduction with an elementwise epilogue is one kernel.
+  const UOp x = input({4, 8, 8});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {2}), {4, 8});
+  const Schedule s = schedule_of(sums * sums);
+  EXPECT_EQ(s.kernels.size(), 1u);
+}
+
+TEST(FusionRules, OfTwoReductionsSideBySideTheLargerStaysFused) {
+  // A residual block's conv plus its downsample conv: two reductions added. The one with less
+  // work (over 8) is stored; the one over 32 stays fused with the add.
+  const UOp a = input({16, 32}), b = input({16, 8});
+  const UOp big = lazy::reduce(a, Ops::ADD, {1}), small = lazy::reduce(b, Ops::ADD, {1});
+  for (const UOp& root : {big + small, small + big}) {
+    const Schedule s = schedule_of(root);
+    EXPECT_EQ(kernel_shapes(s), (Shapes{{16, 1}, {16, 1}}));
+    EXPECT_EQ(reduce_trips(s), (Trips{{8}, {32}}));
+  }
+}
+
+TEST(FusionRules, AReductionThatIsTheOutputKeepsItsKernel) {
+  // The output is a reduction whose input adds another reduction's broadcast: the inner one is
+  // stored (it sits inside a reduction), the outer stays the output's kernel.
+  const UOp a = input({16, 32});
+  const UOp inner = lazy::expand(lazy::reduce(a, Ops::MAX, {1}), {16, 32});
+  const Schedule s = schedule_of(lazy::reduce(a - inner, Ops::ADD, {1}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{32}, {32}}));
+}
+
+TEST(FusionRules, AKernelBindsAtMostTheBufferLimit) {
+  // The sum of 40 inputs would bind 41 buffers: it is cut into kernels that each bind at most
+  // kMaxKernelBuffers, and every input is still read exactly once.
+  UOp total;
+  for (int i = 0; i < 40; ++i) {
+    const UOp x = input({5});
+    total = i == 0 ? x : total + x;
+  }
+  const Schedule s = schedule_of(total);
+  EXPECT_EQ(s.kernels.size(), 2u);
+  int input_reads = 0;
+  for (const ScheduleKernel& k : s.kernels) {
+    EXPECT_LE(k.buffers.size(), kMaxKernelBuffers);
+    for (int b : k.buffers) input_reads += s.buffers[b].kind == ScheduleBuffer::Kind::input;
+  }
+  EXPECT_EQ(input_reads, 40);
+  // A few inputs fit in one kernel.
+  UOp few = input({5});
+  for (int i = 0; i < 10; ++i) few = few + input({5});
+  EXPECT_EQ(schedule_of(few).kernels.size(), 1u);
+}
+
+}  // namespace
+}  // namespace vkgrad
