@@ -127,36 +127,63 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
 }
 
 // Keeps every reduction of a kernel on its fast path, after choose_realized has cut the graph:
-//   - a reduction that its kernel reads through a PAD is stored unpadded (a conv followed by a
+//   - a reduction that its kernel reads through a PAD is stored unpadded, with its elementwise
+//     epilogue: the value below the PAD's views is stored (a conv, BN and ReLU followed by a
 //     max-pool's -inf padding would otherwise run masked over the padded shape);
 //   - a kernel holds at most one reduction: of several side by side (a residual block's conv
 //     and its downsample conv, added), the one with the most work stays fused with the epilogue
 //     and the others are stored.
-// Storing a reduction only cuts a kernel in two, so one pass over the kernels is enough.
+// Storing a node only cuts a kernel in two; a node stored here is checked as a kernel in turn.
+bool has_reduction(const UOp& u, const std::unordered_set<const UOpNode*>& realized) {
+  std::vector<UOp> stack{u};
+  std::unordered_set<const UOpNode*> seen;
+  while (!stack.empty()) {
+    const UOp n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    if (n.get() != u.get() && (n.op() == Ops::BUFFER || realized.count(n.get()))) continue;
+    if (n.op() == Ops::REDUCE_AXIS) return true;
+    for (const UOp& s : n.src()) stack.push_back(s);
+  }
+  return false;
+}
+
 void one_reduction_per_kernel(const std::vector<UOp>& topo, lazy::ShapeMap& shapes,
                               std::unordered_set<const UOpNode*>& realized) {
   std::vector<UOp> roots;
   for (const UOp& u : topo)
     if (realized.count(u.get()) && u.op() != Ops::SINK) roots.push_back(u);
-  for (const UOp& root : roots) {
+  while (!roots.empty()) {
+    const UOp root = roots.back();
+    roots.pop_back();
     std::vector<UOp> reduces;
-    std::vector<std::pair<UOp, bool>> stack{{root, false}};  // (node, reached through a PAD)
-    std::unordered_set<const UOpNode*> seen[2];
+    std::vector<UOp> stack{root};
+    std::unordered_set<const UOpNode*> seen;
+    bool cut = false;
     while (!stack.empty()) {
-      auto [u, padded] = stack.back();
+      const UOp u = stack.back();
       stack.pop_back();
-      if (!seen[padded].insert(u.get()).second) continue;
+      if (!seen.insert(u.get()).second) continue;
       if (u.get() != root.get()) {
         if (u.op() == Ops::BUFFER || realized.count(u.get())) continue;
-        if (u.op() == Ops::REDUCE_AXIS) {
-          if (padded) {
-            realized.insert(u.get());
+        if (u.op() == Ops::REDUCE_AXIS) reduces.push_back(u);
+        if (u.op() == Ops::PAD) {
+          UOp base = u.src(0);
+          while (is_movement(base.op())) base = base.src(0);
+          if (base.op() != Ops::BUFFER && !realized.count(base.get()) &&
+              has_reduction(base, realized)) {
+            realized.insert(base.get());
+            roots.push_back(base);
+            cut = true;
             continue;
           }
-          reduces.push_back(u);
         }
       }
-      for (const UOp& s : u.src()) stack.emplace_back(s, padded || u.op() == Ops::PAD);
+      for (const UOp& s : u.src()) stack.push_back(s);
+    }
+    if (cut) {  // the kernel is smaller now: count its reductions again
+      roots.push_back(root);
+      continue;
     }
     if (root.op() == Ops::REDUCE_AXIS) reduces.push_back(root);
     std::erase_if(reduces, [&](const UOp& r) { return realized.count(r.get()) && r != root; });
