@@ -363,15 +363,12 @@ Tensor& Tensor::requires_grad_(bool on) {
     throw DTypeError(fmt::format("requires_grad_: only float tensors have gradients, got {} {}",
                                  tensor::shape_str(shape()), dtype().name()));
   if (on && !im->requires_grad) {
-    // Tensors are found by their node, and nodes are interned: a graph of constants alone
-    // (zeros, ones, arange) is the same node as any equal constant elsewhere. Its own buffer
-    // makes it distinct.
-    bool has_buffer = false;
-    for (const UOp& u : toposort(im->uop)) has_buffer = has_buffer || u.op() == Ops::BUFFER;
-    if (!has_buffer) {
-      im->weak = false;
-      realize();
-    }
+    // A parameter is materialized once, here: a lazy initializer (randn, uniform, a scaled
+    // arange) would otherwise be recomputed by every computation that reads it. Its own buffer
+    // also makes it distinct: nodes are interned, and a graph of constants alone (zeros, ones)
+    // is the same node as any equal constant elsewhere.
+    im->weak = false;
+    realize();
   }
   im->requires_grad = on;
   if (on) registry().add(im);

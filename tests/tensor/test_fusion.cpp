@@ -173,6 +173,25 @@ TEST_P(FusionTest, AKernelNeverBindsMoreThanTheBufferLimit) {
   expect_values(all, {120}, dtypes::float32, want, 1e-6, 1e-6);
 }
 
+TEST_P(FusionTest, AParameterIsMaterializedOnce) {
+  // A lazy initializer that requires grad is realized right away: a forward that reads it runs
+  // no random-number kernel, and two forwards read the same values.
+  Tensor w = Tensor::randn({8, 16}, dtypes::float32, dev()).mul(0.1).requires_grad_();
+  EXPECT_TRUE(w.schedule().empty());
+  Tensor x = rnd({4, 8}, 20);
+  EXPECT_EQ(x.matmul(w).schedule().size(), 1u);
+  const auto first = values_of(x.matmul(w)), second = values_of(x.matmul(w));
+  EXPECT_EQ(first, second);
+  // Gradients still reach it.
+  x.matmul(w).sum().backward();
+  ASSERT_TRUE(w.grad().has_value());
+  const auto xv = values_of(x);
+  std::vector<double> want(8 * 16);
+  for (int k = 0; k < 8; ++k)
+    for (int j = 0; j < 16; ++j) want[k * 16 + j] = xv[k] + xv[8 + k] + xv[16 + k] + xv[24 + k];
+  expect_values(*w.grad(), {8, 16}, dtypes::float32, want, 1e-6, 1e-6);
+}
+
 TEST_P(FusionTest, AnExpensiveMatmulOperandIsStoredNotRecomputed) {
   Tensor x = rnd({16, 33}, 3), y = rnd({16, 33}, 4), w = rnd({33, 48}, 5);
   // One cheap op on an operand stays fused; exp and a product are computed once, stored, and
