@@ -240,8 +240,21 @@ const Shape& ShapeMap::operator()(const UOp& root) {
 }
 
 Shape shape_of(const UOp& u) {
-  ShapeMap m;
-  return m(u);
+  // One path suffices: every source of an elementwise node has its shape, and a movement op's
+  // shape follows from its first source's. Walk src(0) down to a node whose argument gives its
+  // shape, then back up — not the whole graph, which ShapeMap would.
+  std::vector<UOp> path;
+  for (UOp n = u;;) {
+    path.push_back(n);
+    const Ops op = n.op();
+    if (n.src().empty() || op == Ops::BUFFER || op == Ops::RESHAPE || op == Ops::EXPAND ||
+        op == Ops::BIND)
+      break;
+    n = n.src(0);
+  }
+  Shape s = infer(path.back(), {});
+  for (auto it = path.rbegin() + 1; it != path.rend(); ++it) s = infer(*it, {&s});
+  return s;
 }
 
 }  // namespace vkgrad::lazy

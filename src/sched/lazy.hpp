@@ -61,7 +61,7 @@ class ShapeMap {
  private:
   std::unordered_map<const UOpNode*, Shape> shapes_;
 };
-Shape shape_of(const UOp& u);  // one-off (builds a ShapeMap)
+Shape shape_of(const UOp& u);  // one-off: walks one path to the nearest known shape
 
 int64_t prod(const Shape& s);  // of a shape without symbolic dimensions
 
