@@ -16,8 +16,11 @@
 //   few outputs, long reductions (outputs < 4096, reduce size >= 256, shared memory): GROUP, one
 //                 workgroup of up to 256 lanes per output, fewer where shared memory is short.
 //   matmul-like:  a register tile without shared memory, the innermost output axis by 8 as 2 x 4
-//                 (the 4 innermost: vec4 loads of the reused operand) and another reused output
-//                 axis by 8 or 4 (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31).
+//                 (the 4 innermost: vec4 loads of the reused operand) and another output axis by
+//                 8 or 4, one that the loads along the innermost axis ignore where there is one
+//                 (a matmul's rows, a conv's output channels, not its output rows: every load
+//                 then feeds 8 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile
+//                 31).
 // A symbolic axis is never split: no factor divides an unknown size.
 #include <algorithm>
 
@@ -83,14 +86,19 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   if (n > 0 && n % 4 == 0 && has_reuse(info, info.globals.back())) {
     opts.push_back({OptOp::UPCAST, G - 1, 4});
     if (n % 8 == 0) opts.push_back({OptOp::UPCAST, G - 1, 2});
-    for (int g = G - 2; g >= 0; --g)
-      if (const int64_t m = range_size(info.globals[g]), f = m % 8 == 0   ? 8
-                                                             : m % 4 == 0 ? 4
-                                                                          : 1;
-          m > 0 && f > 1 && has_reuse(info, info.globals[g])) {
-        opts.push_back({OptOp::UPCAST, g, f});
-        break;
-      }
+    // The second axis: preferably one that the loads along the innermost axis ignore (a
+    // conv's output channels, a matmul's rows), so that both operands are reused; else any
+    // with reuse.
+    auto factor = [&](int g) {
+      const int64_t m = range_size(info.globals[g]);
+      return m <= 0 ? 1 : m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : 1;
+    };
+    int second = -1;
+    for (int g = G - 2; g >= 0 && second < 0; --g)
+      if (factor(g) > 1 && reuses_across(info, info.globals.back(), info.globals[g])) second = g;
+    for (int g = G - 2; g >= 0 && second < 0; --g)
+      if (factor(g) > 1 && has_reuse(info, info.globals[g])) second = g;
+    if (second >= 0) opts.push_back({OptOp::UPCAST, second, factor(second)});
   }
   return opts;
 }

@@ -38,6 +38,11 @@ bool has_reuse(const RangeInfo& info, const UOp& g) {
                      [&](const UOp& idx) { return !mentions(idx, g); });
 }
 
+bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b) {
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                     [&](const UOp& idx) { return mentions(idx, a) && !mentions(idx, b); });
+}
+
 bool contiguous_along(const RangeInfo& info, const UOp& r) {
   const std::unordered_map<UOp, UOp, UOpHash> next{{r, r + 1}};
   return std::any_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {

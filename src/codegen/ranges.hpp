@@ -19,6 +19,8 @@ RangeInfo collect_ranges(const UOp& ast);
 bool mentions(const UOp& expr, const UOp& range);
 // Some load reads the same element for every value of `g`: upcasting g reuses it.
 bool has_reuse(const RangeInfo& info, const UOp& g);
+// Some load that mentions `a` ignores `b`: upcasting both reuses loads along either.
+bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b);
 // Some load reads consecutive elements as `r` steps by one (its index grows by exactly 1).
 bool contiguous_along(const RangeInfo& info, const UOp& r);
 // The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is

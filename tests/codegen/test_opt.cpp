@@ -95,8 +95,15 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp ew = scheduled_kernel(input({64, 60}) * input({60, 64}).transpose());
   EXPECT_TRUE(heuristic_opts(ew, cpu).empty());  // the C compiler vectorizes the loop
   EXPECT_EQ(heuristic_opts(ew, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4}}));
+  // A conv's register tile on a GPU: the output columns (innermost) and the output channels,
+  // which the input's loads ignore, so each input and each weight load feeds 8 multiply-adds
+  // (not the output rows, along which the input is read again).
+  const UOp conv = scheduled_kernel(input({2, 8, 16, 16}).conv2d(input({16, 8, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(
+      heuristic_opts(conv, gpu),
+      (std::vector<Opt>{{OptOp::UPCAST, 3, 4}, {OptOp::UPCAST, 3, 2}, {OptOp::UPCAST, 1, 8}}));
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, ew}) {
+  for (const UOp& k : {mm, big, rows, ew, conv}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
   }
