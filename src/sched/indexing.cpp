@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
@@ -63,6 +64,58 @@ UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
   return flat;
 }
 
+// A reshape without symbolic dimensions, group by group: the dimensions of size other than 1
+// of `out` and `in` are cut into the shortest runs of equal element count, and each run maps on
+// its own — one dimension to one of the same size is the same index, any other run is flattened
+// and split within itself. Dimensions of size 1 of `in` read index 0. So a reshape that only
+// adds or drops 1s, or splits one axis, keeps the other axes' indices as they are (flattening the
+// whole shape would bury them in divisions the simplifier cannot always undo). Empty when a
+// dimension is symbolic or the shapes hold no element.
+std::optional<std::vector<UOp>> reshape_by_groups(const std::vector<UOp>& idx, const Shape& out,
+                                                  const Shape& in) {
+  for (int64_t d : out)
+    if (lazy::is_sym(d) || d == 0) return std::nullopt;
+  for (int64_t d : in)
+    if (lazy::is_sym(d) || d == 0) return std::nullopt;
+  std::vector<UOp> nidx(in.size(), idx_const(0));
+  size_t i = 0, o = 0;
+  while (true) {
+    while (i < in.size() && in[i] == 1) ++i;
+    while (o < out.size() && out[o] == 1) ++o;
+    if (i == in.size() || o == out.size()) break;
+    // One run: [i, i_end) of in and [o, o_end) of out with equal products.
+    size_t i_end = i + 1, o_end = o + 1;
+    int64_t pin = in[i], pout = out[o];
+    while (pin != pout) {
+      if (pin < pout) {
+        if (i_end == in.size()) return std::nullopt;
+        pin *= in[i_end++];
+      } else {
+        if (o_end == out.size()) return std::nullopt;
+        pout *= out[o_end++];
+      }
+    }
+    if (i_end - i == 1 && o_end - o == 1) {
+      nidx[i] = idx[o];
+    } else {
+      UOp flat = idx_const(0), stride = idx_const(1);
+      for (size_t k = o_end; k-- > o;) {
+        if (out[k] != 1) flat = flat + idx[k] * stride;
+        stride = times_dim(stride, out[k]);
+      }
+      stride = idx_const(1);
+      for (size_t k = i_end; k-- > i;) {
+        // The run's outermost index needs no modulo: the flat index is below the run's count.
+        if (in[k] != 1) nidx[k] = k == i ? flat / stride : (flat / stride) % idx_const(in[k]);
+        stride = times_dim(stride, in[k]);
+      }
+    }
+    i = i_end;
+    o = o_end;
+  }
+  return nidx;
+}
+
 UOp lower_index(const Match& m) {
   LowerCtx& ctx = m.ctx<LowerCtx>();
   const UOp& u = m.root();
@@ -92,6 +145,8 @@ UOp lower_index(const Match& m) {
       return index_node(n.src(0), valid, idx);
     case Ops::RESHAPE: {
       const Shape& in = (*ctx.shapes)(n.src(0));
+      if (auto nidx = reshape_by_groups(idx, out_shape, in))
+        return index_node(n.src(0), valid, std::move(*nidx));
       std::vector<UOp> nidx(in.size());
       const UOp flat = flatten(idx, out_shape);
       UOp stride = idx_const(1);
