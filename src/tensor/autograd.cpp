@@ -11,12 +11,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <mutex>
 #include <numbers>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "engine/realize.hpp"
+#include "ir/symbolic/symbolic.hpp"
 #include "tensor/tensor_impl.hpp"
 
 namespace vkgrad {
@@ -322,10 +325,66 @@ Tensor detached(const Tensor& t) {
                       t.device());
 }
 
+// Parameters still lazy: each is realized by the first realize whose graph reads it.
+class PendingParameters {
+ public:
+  void add(const ImplPtr& impl) {
+    std::lock_guard lock(mu_);
+    impls_.push_back(impl);
+    any_ = true;
+  }
+  // Removes and returns the live ones still lazy and still requiring grad (the others are
+  // dropped); the caller adds back those it leaves lazy.
+  std::vector<ImplPtr> take() {
+    std::lock_guard lock(mu_);
+    std::vector<ImplPtr> out;
+    for (const std::weak_ptr<Tensor::Impl>& w : impls_)
+      if (ImplPtr p = w.lock(); p && p->requires_grad && !engine::as_buffer(p->uop))
+        out.push_back(std::move(p));
+    impls_.clear();
+    any_ = false;
+    return out;
+  }
+  bool any() const { return any_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<Tensor::Impl>> impls_;
+  std::atomic<bool> any_{false};
+};
+
+PendingParameters& pending_parameters() {
+  static PendingParameters* p = new PendingParameters();  // used during static destruction
+  return *p;
+}
+
 }  // namespace
 
 // ---- realize's hook -----------------------------------------------------------------------------
 namespace tensor {
+
+void materialize_parameters(std::vector<UOp>& roots) {
+  if (!pending_parameters().any()) return;
+  const std::vector<ImplPtr> pending = pending_parameters().take();
+  if (pending.empty()) return;
+  std::unordered_set<const UOpNode*> in_graph;
+  for (const UOp& u : toposort(UOp::sink(roots))) in_graph.insert(u.get());
+  std::vector<Tensor> used;
+  std::vector<UOp> before;
+  for (const ImplPtr& im : pending) {
+    if (in_graph.count(im->uop.get())) {
+      before.push_back(im->uop);
+      used.push_back(Tensor(im));
+    } else {
+      pending_parameters().add(im);
+    }
+  }
+  if (used.empty()) return;
+  Tensor::realize_all(used);  // a parameter initialized from another materializes that first
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  for (size_t i = 0; i < used.size(); ++i) with.emplace(before[i], uop(used[i]));
+  for (UOp& r : roots) r = substitute(r, with);
+}
 
 void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
                        std::span<const UOp> before) {
@@ -363,12 +422,18 @@ Tensor& Tensor::requires_grad_(bool on) {
     throw DTypeError(fmt::format("requires_grad_: only float tensors have gradients, got {} {}",
                                  tensor::shape_str(shape()), dtype().name()));
   if (on && !im->requires_grad) {
-    // A parameter is materialized once, here: a lazy initializer (randn, uniform, a scaled
-    // arange) would otherwise be recomputed by every computation that reads it. Its own buffer
-    // also makes it distinct: nodes are interned, and a graph of constants alone (zeros, ones)
-    // is the same node as any equal constant elsewhere.
-    im->weak = false;
-    realize();
+    // Tensors are found by their node, and nodes are interned: a graph of constants alone
+    // (zeros, ones, arange) is the same node as any equal constant elsewhere. Its own buffer
+    // makes it distinct. Any other lazy parameter (a random init) is materialized by the first
+    // realize that reads it (materialize_parameters), so no computation recomputes it.
+    bool has_buffer = false;
+    for (const UOp& u : toposort(im->uop)) has_buffer = has_buffer || u.op() == Ops::BUFFER;
+    if (!has_buffer) {
+      im->weak = false;
+      realize();
+    } else if (!engine::as_buffer(im->uop)) {
+      pending_parameters().add(im);
+    }
   }
   im->requires_grad = on;
   if (on) registry().add(im);

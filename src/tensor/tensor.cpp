@@ -370,8 +370,10 @@ const Tensor& Tensor::realize() const {
   Impl& im = *impl();
   if (engine::as_buffer(im.uop)) return *this;
   std::vector<UOp> roots{im.uop};
+  std::vector<UOp> reading = roots;
+  tensor::materialize_parameters(reading);
   std::vector<std::string> devs{im.device};
-  im.uop = engine::realize(roots, devs)[0];
+  im.uop = engine::realize(reading, devs)[0];
   tensor::keep_for_autograd(std::span(&impl(), 1), roots);
   return *this;
 }
@@ -390,8 +392,10 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   for (auto& [device, impls] : by_device) {
     std::vector<UOp> roots;
     for (const auto& im : impls) roots.push_back(im->uop);
+    std::vector<UOp> reading = roots;
+    tensor::materialize_parameters(reading);
     const std::vector<std::string> devs(roots.size(), device);
-    const std::vector<UOp> done = engine::realize(roots, devs);
+    const std::vector<UOp> done = engine::realize(reading, devs);
     for (size_t i = 0; i < impls.size(); ++i) impls[i]->uop = done[i];
     tensor::keep_for_autograd(impls, roots);
   }
@@ -400,6 +404,7 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
 std::vector<KernelInfo> Tensor::schedule() const {
   if (engine::as_buffer(impl()->uop)) return {};
   std::vector<UOp> roots{impl()->uop};
+  tensor::materialize_parameters(roots);  // what a realize would run after them
   std::vector<std::string> devs{device()};
   return engine::schedule_info(roots, devs);
 }

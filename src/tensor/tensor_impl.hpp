@@ -40,6 +40,11 @@ Tensor make(UOp uop, Shape shape, DType dtype, std::string device, bool weak = f
 const UOp& uop(const Tensor& t);
 std::string resolve_device(const std::string& device);  // "" -> default device; validates
 
+// autograd.cpp: every realize calls this first. Parameters (requires_grad_) still lazy that
+// `roots`' graph reads are realized in place, and `roots` read their buffers instead: a
+// parameter's initializer runs once, not once per computation.
+void materialize_parameters(std::vector<UOp>& roots);
+
 // autograd.cpp: realize() calls this once `impls[i]->uop` is the view of its result and
 // `before[i]` the node it was computed from; keeps those nodes that gradients may flow through.
 void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,

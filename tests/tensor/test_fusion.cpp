@@ -174,12 +174,13 @@ TEST_P(FusionTest, AKernelNeverBindsMoreThanTheBufferLimit) {
 }
 
 TEST_P(FusionTest, AParameterIsMaterializedOnce) {
-  // A lazy initializer that requires grad is realized right away: a forward that reads it runs
-  // no random-number kernel, and two forwards read the same values.
+  // A lazy initializer that requires grad is realized in place by the first computation that
+  // reads it: that computation's own kernels, and every later one's, are the matmul alone (no
+  // random-number kernel), and two forwards read the same values.
   Tensor w = Tensor::randn({8, 16}, dtypes::float32, dev()).mul(0.1).requires_grad_();
-  EXPECT_TRUE(w.schedule().empty());
   Tensor x = rnd({4, 8}, 20);
   EXPECT_EQ(x.matmul(w).schedule().size(), 1u);
+  EXPECT_TRUE(w.schedule().empty());  // realized now
   const auto first = values_of(x.matmul(w)), second = values_of(x.matmul(w));
   EXPECT_EQ(first, second);
   // Gradients still reach it.
