@@ -59,6 +59,11 @@ Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype);
 
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);
+// The element count of `shape` for an op building a tensor of `dtype` with it. ShapeError naming
+// `op` and the shape when a dimension is negative, or when the count or the size in bytes does not
+// fit in int64; with a zero dimension, the product of the others must still fit (index math and
+// strides are computed from it). Every op that creates a shape or grows one checks it here.
+int64_t checked_numel(const Shape& shape, DType dtype, const char* op);
 // Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
 // (A 0-d tensor accepts axis 0 and -1, as PyTorch.) The message names the shape.
 int normalize_axis(int axis, const Shape& shape, const char* op);
