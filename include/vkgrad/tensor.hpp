@@ -155,6 +155,8 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;
+  // A summary, and the values of tensors of up to 256 elements, read in the tensor's own dtype
+  // and converted on the host (printing needs nothing of the device beyond that dtype).
   std::string to_string() const;
   // The kernels realize() would run now (nothing runs).
   std::vector<KernelInfo> schedule() const;

@@ -505,30 +505,72 @@ Tensor Tensor::detach() const {
       impl()->sym);
 }
 
+namespace {
+// One element of `dt` at `p`, as to_string prints it: bools as true/false, integers exactly,
+// floats in %g.
+std::string element_str(const uint8_t* p, DType dt) {
+  auto read = [p]<class T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+  };
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return *p ? "true" : "false";
+    case ScalarType::int8:
+      return fmt::format("{}", read(int8_t{}));
+    case ScalarType::uint8:
+      return fmt::format("{}", read(uint8_t{}));
+    case ScalarType::int16:
+      return fmt::format("{}", read(int16_t{}));
+    case ScalarType::uint16:
+      return fmt::format("{}", read(uint16_t{}));
+    case ScalarType::int32:
+      return fmt::format("{}", read(int32_t{}));
+    case ScalarType::uint32:
+      return fmt::format("{}", read(uint32_t{}));
+    case ScalarType::int64:
+      return fmt::format("{}", read(int64_t{}));
+    case ScalarType::uint64:
+      return fmt::format("{}", read(uint64_t{}));
+    case ScalarType::float16:
+      return fmt::format("{:g}", half_bits_to_float(read(uint16_t{})));
+    case ScalarType::bfloat16:
+      return fmt::format("{:g}", bf16_bits_to_float(read(uint16_t{})));
+    case ScalarType::float32:
+      return fmt::format("{:g}", read(float{}));
+    case ScalarType::float64:
+      return fmt::format("{:g}", read(double{}));
+    default:
+      throw DTypeError("to_string: cannot print a tensor of " + dt.name());
+  }
+}
+}  // namespace
+
 std::string Tensor::to_string() const {
   std::ostringstream os;
   os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << dtype().name()
      << ", device=" << device() << ")";
   if (numel() > 0 && numel() <= 256) {
-    // Values as doubles via a float64 cast of a contiguous copy.
-    std::vector<double> v = cast(dtypes::float64).to_vector<double>();
+    // The tensor's own bytes, converted here: printing needs nothing of the device beyond the
+    // tensor's dtype (no float64 cast on a device that may lack it).
+    const std::vector<uint8_t> bytes = to_bytes();
+    const size_t item = static_cast<size_t>(dtype().itemsize());
     const Shape& s = shape();
     std::vector<int64_t> strides(s.size(), 1);
     for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i)
       strides[i] = strides[i + 1] * s[i + 1];
+    const size_t n = bytes.size() / item;
     os << "\n";
-    for (size_t i = 0; i < v.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const int64_t at = static_cast<int64_t>(i);
       for (size_t d = 0; d < s.size(); ++d)
         if (at % (strides[d] * s[d]) == 0) os << "[";
-      if (dtype().is_bool())
-        os << (v[i] != 0 ? "true" : "false");
-      else
-        os << fmt::format("{:g}", v[i]);
+      os << element_str(bytes.data() + i * item, dtype());
       int closed = 0;
       for (size_t d = 0; d < s.size(); ++d)
         if ((at + 1) % (strides[d] * s[d]) == 0) ++closed, os << "]";
-      if (i + 1 < v.size()) os << (closed ? ",\n" : ", ");
+      if (i + 1 < n) os << (closed ? ",\n" : ", ");
     }
   }
   return os.str();
