@@ -149,6 +149,8 @@ class Tensor {
   // The raw bytes of the realized tensor, row-major.
   std::vector<uint8_t> to_bytes() const;
 
+  // A copy on `device`, made now (through host memory). Gradients cross it: backward copies the
+  // gradient back to this tensor's device.
   Tensor to(const std::string& device) const;
   Tensor cast(DType dtype) const;
   Tensor bitcast(DType dtype) const;

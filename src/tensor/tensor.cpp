@@ -455,7 +455,11 @@ Tensor Tensor::to(const std::string& device_name) const {
   if (dev == device()) return *this;
   // Across devices: through host memory (a device-to-device path comes with the second backend).
   std::vector<uint8_t> bytes = contiguous().to_bytes();
-  return from_bytes(bytes.data(), bytes.size(), shape(), dtype(), dev);
+  Tensor out = from_bytes(bytes.data(), bytes.size(), shape(), dtype(), dev);
+  // The copy carries gradients back to this tensor's device (autograd.cpp).
+  if (!bytes.empty())
+    tensor::keep_copy_for_autograd(engine::as_buffer(tensor::uop(out)), *this, dev);
+  return out;
 }
 
 Tensor Tensor::cast(DType dt) const {

@@ -44,6 +44,10 @@ std::string resolve_device(const std::string& device);  // "" -> default device;
 // `before[i]` the node it was computed from; keeps those nodes that gradients may flow through.
 void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
                        std::span<const UOp> before);
+// autograd.cpp: Tensor::to calls this with the BUFFER on `device` it copied `src`'s value into;
+// when the value depends on a tensor that requires grad, gradients reaching the buffer flow on
+// to `src` (on its own device).
+void keep_copy_for_autograd(const UOp& buffer, const Tensor& src, const std::string& device);
 
 // Symbolic shapes (Impl::sym): the graph's shape of t, and t with it set (left empty when
 // `sym` has no symbolic axis).

@@ -9,6 +9,7 @@
 #include "engine/realize.hpp"
 #include "harness.hpp"
 #include "runtime/registry.hpp"
+#include "tensor/tensor_impl.hpp"
 
 namespace vkgrad::testing {
 namespace {
@@ -273,6 +274,72 @@ TEST(VulkanNoFloat64, PrintingAndTheHarnessNeedNoFloat64) {
          {"neg", -make_tensor({0, 1}, {2}, dtypes::float32, dev), {0, -1}}});
     expect_near(values_of(make_tensor({0.5, -1}, {2}, dtypes::float16, dev).exp()),
                 {std::exp(0.5), std::exp(-1.0)}, 2e-3, 0, "float16 exp");
+  }
+  EXPECT_EQ(runtime_stats().validation_messages, before);
+}
+
+// Tensor::to carries gradients: a COPY back to the source's device in the backward pass, however
+// the copied buffer is reached later (a temporary, a realized result), in both directions; the
+// results match values computed in double precision.
+TEST(CrossDevice, GradientsFlowThroughTo) {
+  const std::vector<std::string> vks = vulkan_devices();
+  if (vks.empty()) GTEST_SKIP() << "no Vulkan device here";
+  const int64_t before = runtime_stats().validation_messages;
+  const std::vector<double> xv = random_values(6, -1.5, 1.5, 41), wv = random_values(6, 0.5, 2, 42);
+  for (const std::string& dev : vks) {
+    SCOPED_TRACE(dev);
+    auto grad_of = [](const Tensor& t) {
+      EXPECT_TRUE(t.grad().has_value());
+      return t.grad() ? values_of(*t.grad()) : std::vector<double>{};
+    };
+    std::vector<double> want(6);
+    {  // CPU -> VULKAN, the loss on VULKAN
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      const Tensor w = make_tensor(wv, {2, 3}, dtypes::float32, dev);
+      const Tensor y = x.to(dev);
+      Tensor loss = (y.exp() * w).sum();
+      loss.backward();
+      ASSERT_TRUE(x.grad());
+      EXPECT_EQ(x.grad()->device(), "CPU");
+      for (size_t i = 0; i < 6; ++i)
+        want[i] = std::exp(round_to(xv[i], dtypes::float32)) * round_to(wv[i], dtypes::float32);
+      expect_near(grad_of(x), want, 1e-5, 1e-6, "exp * w on " + dev);
+    }
+    {  // CPU -> VULKAN -> CPU through temporaries, the loss on the CPU
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      Tensor z = (x.to(dev).sin() * 2.0).to("CPU");  // x.to(dev) is gone after this line
+      Tensor loss = (z * z).sum();
+      loss.backward();
+      for (size_t i = 0; i < 6; ++i) {
+        const double v = round_to(xv[i], dtypes::float32);
+        want[i] = 8 * std::sin(v) * std::cos(v);
+      }
+      expect_near(grad_of(x), want, 1e-5, 1e-6, "(2 sin x)^2 through " + dev);
+    }
+    {  // a realized result on VULKAN, and x used on both devices
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      Tensor h = (x.to(dev).reshape({3, 2}) * 3.0).realize();
+      Tensor loss = (x * x).sum() + h.sum().to("CPU");
+      loss.backward();
+      for (size_t i = 0; i < 6; ++i) want[i] = 2 * round_to(xv[i], dtypes::float32) + 3;
+      expect_near(grad_of(x), want, 1e-6, 1e-6, "x^2 + 3x on two devices");
+    }
+    {  // a parameter on VULKAN, the loss on the CPU: its gradient comes back to VULKAN
+      Tensor p = make_tensor(xv, {6}, dtypes::float32, dev).requires_grad_();
+      Tensor loss = (p.to("CPU").square() * make_tensor(wv, {6}, dtypes::float32, "CPU")).sum();
+      loss.backward();
+      ASSERT_TRUE(p.grad());
+      EXPECT_EQ(p.grad()->device(), dev);
+      for (size_t i = 0; i < 6; ++i)
+        want[i] = 2 * round_to(xv[i], dtypes::float32) * round_to(wv[i], dtypes::float32);
+      expect_near(grad_of(p), want, 1e-5, 1e-6, "p^2 * w from " + dev);
+    }
+    {  // a copy of a value that needs no gradient keeps nothing of its source graph
+      const Tensor a = make_tensor(xv, {6}, dtypes::float32, "CPU") * 2.0;
+      const Tensor b = a.to(dev);
+      EXPECT_FALSE(engine::origin(engine::as_buffer(tensor::uop(b))));
+      expect_near(values_of(b), values_of(a), 0, 0, "the copy's values");
+    }
   }
   EXPECT_EQ(runtime_stats().validation_messages, before);
 }
