@@ -149,12 +149,16 @@ class Tensor {
   // The raw bytes of the realized tensor, row-major.
   std::vector<uint8_t> to_bytes() const;
 
+  // A copy on `device`, made now (through host memory). Gradients cross it: backward copies the
+  // gradient back to this tensor's device.
   Tensor to(const std::string& device) const;
   Tensor cast(DType dtype) const;
   Tensor bitcast(DType dtype) const;
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor detach() const;
+  // A summary, and the values of tensors of up to 256 elements, read in the tensor's own dtype
+  // and converted on the host (printing needs nothing of the device beyond that dtype).
   std::string to_string() const;
   // The kernels realize() would run now (nothing runs).
   std::vector<KernelInfo> schedule() const;

@@ -41,6 +41,11 @@ UOp as_buffer(const UOp& u);
 UOp view_of(const UOp& buffer, const Shape& shape);
 // The runtime's handle for a BUFFER node's storage (what KernelLaunch::buffers holds).
 void* buffer_handle(const UOp& buffer);
+// A node kept alive exactly as long as a BUFFER: the graph the buffer's value came from, for a
+// value the engine did not compute there (the frontend's cross-device copies, whose gradients
+// must find their source however the buffer is reached). A null UOp where none was set.
+void set_origin(const UOp& buffer, UOp origin);
+UOp origin(const UOp& buffer);
 
 // ---- recording, for the Jit (engine/jit.hpp) ----------------------------------------------------
 // What one realize ran. It holds everything the launches point at, so that a replay finds the

@@ -3,6 +3,7 @@
 // lazy graph can still read it.
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/internal.hpp"
 #include "sched/lazy.hpp"
@@ -13,6 +14,7 @@ namespace {
 struct StorageTable {
   std::mutex mu;
   std::unordered_map<int64_t, Storage> by_id;
+  std::unordered_map<int64_t, UOp> origins;  // set_origin's nodes, by buffer id
   static StorageTable& get() {
     static StorageTable* t = new StorageTable();  // outlives every BUFFER node
     return *t;
@@ -22,9 +24,14 @@ struct StorageTable {
 void free_buffer(const UOpNode& node) noexcept {
   const int64_t id = node.src[0].arg_as<int64_t>();
   Storage s;
+  UOp origin;  // released after the lock: the graph it holds may free buffers in turn
   {
     StorageTable& t = StorageTable::get();
     std::lock_guard lock(t.mu);
+    if (auto o = t.origins.find(id); o != t.origins.end()) {
+      origin = std::move(o->second);
+      t.origins.erase(o);
+    }
     auto it = t.by_id.find(id);
     if (it == t.by_id.end()) return;
     s = it->second;
@@ -91,5 +98,22 @@ UOp as_buffer(const UOp& u) {
 }
 
 void* buffer_handle(const UOp& buffer) { return storage_of(buffer).handle; }
+
+void set_origin(const UOp& buffer, UOp origin) {
+  StorageTable& t = StorageTable::get();
+  UOp old;  // released after the lock
+  std::lock_guard lock(t.mu);
+  if (!t.by_id.count(lazy::buffer_id(buffer)))
+    throw InternalError("engine: set_origin on a BUFFER without storage");
+  UOp& slot = t.origins[lazy::buffer_id(buffer)];
+  old = std::exchange(slot, std::move(origin));
+}
+
+UOp origin(const UOp& buffer) {
+  StorageTable& t = StorageTable::get();
+  std::lock_guard lock(t.mu);
+  auto it = t.origins.find(lazy::buffer_id(buffer));
+  return it == t.origins.end() ? UOp() : it->second;
+}
 
 }  // namespace vkgrad::engine

@@ -7,7 +7,10 @@
 // Tensors that require grad are found by their node: a process-wide registry holds them (weakly)
 // and backward reads the node each one currently stands for. realize() cuts a graph at a buffer;
 // keep_for_autograd keeps the cut-off node (Impl::grad_graph) when gradients may need it, and
-// the walk steps from such a buffer to that node.
+// the walk steps from such a buffer to that node. Tensor::to copies through the host into a new
+// buffer; keep_copy_for_autograd gives that buffer COPY(source node, DEVICE) as its origin (kept
+// by the engine as long as the buffer lives), and the walk steps from the buffer to the COPY,
+// whose rule sends the gradient back to the source's device.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -106,12 +109,21 @@ Targets collect_targets() {
   return t;
 }
 
+// The graph a realized buffer's value was computed from, if gradients may flow through it: its
+// kept graph (keep_for_autograd) or the COPY it was copied by (keep_copy_for_autograd).
+UOp step_through(const UOp& u, const Targets& t) {
+  if (u.op() != Ops::BUFFER) return {};
+  if (auto it = t.through.find(u.get()); it != t.through.end()) return it->second;
+  return engine::origin(u);
+}
+
 // The sources of u a gradient can flow to: none out of leaves, DETACH and integer or bool nodes
-// (gradients live on float values); a realized buffer's only "source" is its kept graph.
+// (gradients live on float values); a realized buffer's only "source" is the graph it was
+// computed from (step_through).
 void grad_sources(const UOp& u, const Targets& t, std::vector<UOp>& out) {
   out.clear();
-  if (auto it = t.through.find(u.get()); it != t.through.end()) {
-    out.push_back(it->second);
+  if (UOp step = step_through(u, t)) {
+    out.push_back(std::move(step));
     return;
   }
   switch (u.op()) {
@@ -235,6 +247,10 @@ Grads gradient(const UOp& u, const Tensor& g, Context& c) {
     case Ops::CONTIGUOUS:
     case Ops::CONTIGUOUS_BACKWARD:
       return {g};
+    // Tensor::to: the gradient goes back to the device the value came from (the arg), as a
+    // value: it is copied now, so the backward graph on each side stays on one device.
+    case Ops::COPY:
+      return {g.detach().to(u.arg_as<std::string>()), std::nullopt};
     // Piecewise constant, comparisons, bits: no gradient.
     case Ops::TRUNC:
     case Ops::CMPLT:
@@ -413,6 +429,16 @@ void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
   }
 }
 
+void keep_copy_for_autograd(const UOp& buffer, const Tensor& src, const std::string& device) {
+  const Targets t = collect_targets();
+  if (t.leaves.empty() || !src.dtype().is_float()) return;
+  const UOp copy =
+      UOp::make(Ops::COPY, src.dtype(),
+                {uop(src), UOp::make(Ops::DEVICE, dtypes::void_, {}, device)}, src.device());
+  NodeSet on_path;
+  if (mark_on_path(walk(copy, t), t, on_path)) engine::set_origin(buffer, copy);
+}
+
 }  // namespace tensor
 
 // ---- the API ------------------------------------------------------------------------------------
@@ -496,12 +522,13 @@ void Tensor::backward() const {
     const UOp& u = *it;
     auto g = grads.find(u.get());
     if (g == grads.end()) continue;
-    if (auto step = t.through.find(u.get()); step != t.through.end()) {
-      add(step->second, g->second.reshape(c.shapes(step->second)));
+    if (const UOp step = step_through(u, t)) {
+      add(step, g->second.reshape(c.shapes(step)));
       continue;
     }
     grad_sources(u, t, srcs);
-    if (srcs.empty()) continue;  // a leaf of the walk
+    if (srcs.empty()) continue;     // a leaf of the walk
+    c.device = g->second.device();  // a node's gradient is on the node's device
     const Grads gs = gradient(u, g->second, c);
     for (size_t i = 0; i < u.src().size(); ++i)
       if (gs[i] && u.src(i).dtype().is_float()) add(u.src(i), *gs[i]);

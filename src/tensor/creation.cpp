@@ -53,8 +53,14 @@ Tensor Tensor::arange(int64_t start, int64_t stop, int64_t step, std::optional<D
     const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
                                    : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
     const uint64_t s = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
-    n = static_cast<int64_t>(span / s + (span % s != 0 ? 1 : 0));
+    const uint64_t count = span / s + (span % s != 0 ? 1 : 0);
+    if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw ShapeError("arange: [" + std::to_string(start) + ", " + std::to_string(stop) +
+                       ") in steps of " + std::to_string(step) +
+                       " has more elements than int64 can count");
+    n = static_cast<int64_t>(count);
   }
+  tensor::checked_numel({n}, dt, "arange");
   return counting(n, dt, device) * constant_in(step, dt, device) + constant_in(start, dt, device);
 }
 
@@ -70,6 +76,7 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
   const double count = std::ceil((stop - start) / step);
   if (count > 9.0e15) throw ShapeError("arange: too many elements");
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  tensor::checked_numel({n}, dt, "arange");
   const DType math = dt.is_float() ? dt : dtypes::float32;
   return (counting(n, math, device) * constant_in(step, math, device) +
           constant_in(start, math, device))
@@ -83,6 +90,7 @@ Tensor Tensor::linspace(double start, double stop, int64_t steps, std::optional<
   if (steps < 0) throw ShapeError("linspace: steps must be >= 0, got " + std::to_string(steps));
   const DType dt = dtype.value_or(dtypes::float32);
   check_float_or_int(dt, "linspace");
+  tensor::checked_numel({steps}, dt, "linspace");
   const DType math = dt == dtypes::float64 ? dt : dtypes::float32;
   if (steps <= 1) return full({steps}, start, math, device).cast(dt);
   const double step = (stop - start) / static_cast<double>(steps - 1);
@@ -97,6 +105,7 @@ Tensor Tensor::linspace(double start, double stop, int64_t steps, std::optional<
 Tensor Tensor::eye(int64_t n, std::optional<DType> dtype, const std::string& device) {
   if (n < 0) throw ShapeError("eye: n must be >= 0, got " + std::to_string(n));
   const DType dt = dtype.value_or(dtypes::float32);
+  tensor::checked_numel({n, n}, dt, "eye");
   if (n == 0) return zeros({0, 0}, dt, device);
   const Tensor i = counting(n, dtypes::int32, device);
   return (i.reshape({n, 1}) == i.reshape({1, n})).cast(dt);

@@ -223,8 +223,14 @@ Tensor Tensor::repeat(Shape times) const {
   for (size_t i = 0; i < times.size(); ++i) {
     unsqueezed.insert(unsqueezed.end(), {1, base[i]});
     expanded.insert(expanded.end(), {times[i], base[i]});
-    out.push_back(times[i] * base[i]);
   }
+  try {  // the result has as many elements as `expanded`; each of its dimensions then fits
+    tensor::checked_numel(expanded, dtype(), "repeat");
+  } catch (const ShapeError&) {
+    throw ShapeError("repeat: " + shape_str(shape()) + " repeated " + shape_str(times) +
+                     " times has more elements than int64 can count");
+  }
+  for (size_t i = 0; i < times.size(); ++i) out.push_back(times[i] * base[i]);
   return reshape(unsqueezed).expand(expanded).reshape(out);
 }
 
@@ -300,6 +306,9 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
   if (num_classes < 0)
     throw ShapeError("one_hot: num_classes must be non-negative, got " +
                      std::to_string(num_classes) + " for shape " + shape_str(shape()));
+  Shape hot_shape = shape();
+  hot_shape.push_back(num_classes);
+  tensor::checked_numel(hot_shape, dtypes::int32, "one_hot");
   Tensor hot = one_hot_along(*this, num_classes, ndim());
   return hot.cast(dtypes::int32);
 }
@@ -327,8 +336,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     if (t.device() != first.device())
       throw DeviceError("cat: tensors on " + first.device() + " and " + t.device());
     dt = dtypes::least_upper_dtype(dt, t.dtype());
-    total += t.shape()[ud];
+    if (__builtin_add_overflow(total, t.shape()[ud], &total))
+      throw ShapeError("cat: the sizes along dim " + std::to_string(dim) + " of " +
+                       std::to_string(tensors.size()) + " tensors of shape " +
+                       shape_str(first.shape()) + " add up to more than int64 can count");
   }
+  Shape joined = first.shape();
+  joined[ud] = total;
+  tensor::checked_numel(joined, dt, "cat");
   if (tensors.size() == 1) return first.dtype() == dt ? first : first.cast(dt);
   std::optional<Tensor> out;
   int64_t offset = 0;
@@ -362,6 +377,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int dim) {
                        " and " + shape_str(t.shape()));
     parts.push_back(t.unsqueeze(dim));
   }
+  Shape joined = parts.front().shape();
+  joined[static_cast<size_t>(dim < 0 ? dim + n + 1 : dim)] = static_cast<int64_t>(parts.size());
+  tensor::checked_numel(joined, tensors.front().dtype(), "stack");
   return cat(parts, dim < 0 ? dim + n + 1 : dim);
 }
 

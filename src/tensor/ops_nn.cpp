@@ -224,6 +224,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape ws(b.shape().begin(), b.shape().end() - std::min(dw, 2));
   ws.insert(ws.end(), static_cast<size_t>(inserted), 1);
   ws.insert(ws.end(), b.shape().end() + axis_w, b.shape().end());
+  // The product before the sum: (..., M, N, K) elements, each index of it computed.
+  Shape wt = ws;
+  std::swap(wt.back(), wt[wt.size() - static_cast<size_t>(-axis_w)]);
+  tensor::checked_numel(tensor::broadcast_shape(xs, wt, "matmul"),
+                        dtypes::least_upper_dtype(a.dtype(), b.dtype()), "matmul");
   Tensor out = a.reshape(xs).mul(b.reshape(ws).transpose(-1, axis_w)).sum(-1);
   const DType dt = dtypes::least_upper_dtype(a.dtype(), b.dtype());
   return out.dtype() == dt ? out : out.cast(dt);

@@ -56,14 +56,8 @@ std::array<uint32_t, 3> next_key() {
   return {static_cast<uint32_t>(s.seed), static_cast<uint32_t>(s.seed >> 32), s.calls++};
 }
 
-int64_t checked_numel(const Shape& shape, const char* op) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      throw ShapeError(std::string(op) + ": negative dimension in shape " +
-                       tensor::shape_str(shape));
-    n *= d;
-  }
+int64_t draw_count(const Shape& shape, DType dtype, const char* op) {
+  const int64_t n = tensor::checked_numel(shape, dtype, op);
   if (n > static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
     throw ShapeError(std::string(op) + ": shape " + tensor::shape_str(shape) +
                      " has more than 2^32 - 1 elements, the most one random call can draw");
@@ -125,7 +119,7 @@ void Tensor::manual_seed(uint64_t seed) {
 Tensor Tensor::rand(Shape shape, std::optional<DType> dtype, const std::string& device) {
   const DType dt = float_dtype(dtype, "rand");
   const std::string dev = tensor::resolve_device(device);
-  const int64_t n = checked_numel(shape, "rand");
+  const int64_t n = draw_count(shape, dt, "rand");
   if (n == 0) return zeros(std::move(shape), dt, dev);
   const auto [y0, y1] = random_words(n, dev);
   return unit_interval(y0, y1, dt).reshape(std::move(shape));
@@ -134,7 +128,7 @@ Tensor Tensor::rand(Shape shape, std::optional<DType> dtype, const std::string& 
 Tensor Tensor::randn(Shape shape, std::optional<DType> dtype, const std::string& device) {
   const DType dt = float_dtype(dtype, "randn");
   const std::string dev = tensor::resolve_device(device);
-  const int64_t n = checked_numel(shape, "randn");
+  const int64_t n = draw_count(shape, dt, "randn");
   if (n == 0) return zeros(std::move(shape), dt, dev);
   const auto [y0, y1] = random_words(n, dev);
   const Tensor u1 = ((y0 >> 8) + 1).cast(dtypes::float32) * 0x1p-24;
@@ -155,7 +149,7 @@ Tensor Tensor::randint(Shape shape, int64_t low, int64_t high, std::optional<DTy
     throw DTypeError("randint: range [" + std::to_string(low) + ", " + std::to_string(high) +
                      ") does not fit " + dt.name());
   const std::string dev = tensor::resolve_device(device);
-  const int64_t n = checked_numel(shape, "randint");
+  const int64_t n = draw_count(shape, dt, "randint");
   if (n == 0) return zeros(std::move(shape), dt, dev);
   const auto [y0, y1] = random_words(n, dev);
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);

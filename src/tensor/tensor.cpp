@@ -80,6 +80,29 @@ std::string shape_str(const Shape& s) {
   return fmt::format("({})", fmt::join(s, ", "));
 }
 
+int64_t checked_numel(const Shape& shape, DType dtype, const char* op) {
+  int64_t n = 1;
+  bool empty = false;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw ShapeError(fmt::format("{}: negative dimension in shape {}", op, shape_str(shape)));
+    if (d == 0)
+      empty = true;
+    else
+      overflow = overflow || __builtin_mul_overflow(n, d, &n);
+  }
+  if (overflow)
+    throw ShapeError(
+        fmt::format("{}: shape {} has more elements than int64 can count", op, shape_str(shape)));
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype.itemsize()), &bytes))
+    throw ShapeError(
+        fmt::format("{}: shape {} of {} ({} elements) needs more bytes than int64 can count", op,
+                    shape_str(shape), dtype.name(), n));
+  return empty ? 0 : n;
+}
+
 int normalize_axis(int axis, const Shape& shape, const char* op) {
   const int ndim = static_cast<int>(shape.size());
   const int n = std::max(ndim, 1);
@@ -219,6 +242,7 @@ Tensor on_device(const Tensor& t, const std::string& device) {
 std::pair<Tensor, Tensor> binary_operands(const Tensor& a, const Tensor& b, const char* op) {
   const DType dt = promote(a, b);
   const Shape shape = broadcast_shape(a.shape(), b.shape(), op);
+  checked_numel(shape, dt, op);
   const std::string dev = common_device(a, b, op);
   const Tensor both[] = {a, b};
   const Shape sym = broadcast_sym(both, shape);
@@ -290,9 +314,7 @@ Tensor Tensor::from_host(const void* data, size_t count, DType host_dtype, bool 
   if (!ok)
     throw DTypeError(fmt::format("from_vector: host data of {} cannot fill a tensor of {}",
                                  host_dtype.name(), dt.name()));
-  for (int64_t d : shape)
-    if (d < 0) throw ShapeError("from_vector: negative dimension in shape " + shape_str(shape));
-  const int64_t n = lazy::prod(shape);
+  const int64_t n = tensor::checked_numel(shape, dt, "from_vector");
   if (static_cast<int64_t>(count) != n)
     throw ShapeError(fmt::format("from_vector: {} values do not fill shape {} ({} elements)", count,
                                  shape_str(shape), n));
@@ -301,8 +323,8 @@ Tensor Tensor::from_host(const void* data, size_t count, DType host_dtype, bool 
 
 Tensor Tensor::from_bytes(const void* data, size_t nbytes, Shape shape, DType dtype,
                           const std::string& device) {
+  const int64_t n = tensor::checked_numel(shape, dtype, "from_bytes");
   const std::string dev = engine::canonical_device(device);
-  const int64_t n = lazy::prod(shape);
   if (static_cast<int64_t>(nbytes) != n * dtype.itemsize())
     throw ShapeError(fmt::format("from_bytes: {} bytes do not fill shape {} of {}", nbytes,
                                  shape_str(shape), dtype.name()));
@@ -313,27 +335,27 @@ Tensor Tensor::from_bytes(const void* data, size_t nbytes, Shape shape, DType dt
 
 Tensor Tensor::empty(Shape shape, std::optional<DType> dtype, const std::string& device) {
   const DType dt = value_dtype(dtype, dtypes::default_float);
+  const int64_t n = tensor::checked_numel(shape, dt, "empty");
   const std::string dev = engine::canonical_device(device);
-  const int64_t n = lazy::prod(shape);
   UOp buf = engine::allocate(dt, n, dev);
   UOp view = shape == Shape{n} ? buf : lazy::reshape(buf, shape);
   return make(std::move(view), std::move(shape), dt, dev);
 }
 
-Tensor Tensor::zeros(Shape shape, std::optional<DType> dtype, const std::string& device) {
-  return full(std::move(shape), 0.0, dtype ? dtype : dtypes::default_float, device);
-}
-Tensor Tensor::ones(Shape shape, std::optional<DType> dtype, const std::string& device) {
-  return full(std::move(shape), 1.0, dtype ? dtype : dtypes::default_float, device);
-}
-
 namespace {
-Tensor full_value(const Shape& shape, ConstValue v, DType dt, const std::string& device) {
-  for (int64_t d : shape)
-    if (d < 0) throw ShapeError("full: negative dimension in shape " + shape_str(shape));
+Tensor full_value(const Shape& shape, ConstValue v, DType dt, const std::string& device,
+                  const char* op = "full") {
+  tensor::checked_numel(shape, dt, op);
   return tensor::constant(v, dt, shape, engine::canonical_device(device));
 }
 }  // namespace
+
+Tensor Tensor::zeros(Shape shape, std::optional<DType> dtype, const std::string& device) {
+  return full_value(shape, 0.0, value_dtype(dtype, dtypes::default_float), device, "zeros");
+}
+Tensor Tensor::ones(Shape shape, std::optional<DType> dtype, const std::string& device) {
+  return full_value(shape, 1.0, value_dtype(dtype, dtypes::default_float), device, "ones");
+}
 
 Tensor Tensor::full(Shape shape, double value, std::optional<DType> dtype,
                     const std::string& device) {
@@ -438,13 +460,18 @@ Tensor Tensor::to(const std::string& device_name) const {
   if (dev == device()) return *this;
   // Across devices: through host memory (a device-to-device path comes with the second backend).
   std::vector<uint8_t> bytes = contiguous().to_bytes();
-  return from_bytes(bytes.data(), bytes.size(), shape(), dtype(), dev);
+  Tensor out = from_bytes(bytes.data(), bytes.size(), shape(), dtype(), dev);
+  // The copy carries gradients back to this tensor's device (autograd.cpp).
+  if (!bytes.empty())
+    tensor::keep_copy_for_autograd(engine::as_buffer(tensor::uop(out)), *this, dev);
+  return out;
 }
 
 Tensor Tensor::cast(DType dt) const {
   if (dt == dtype()) return *this;
   if (dt.is_ptr() || dt.count() != 1 || dt.is_void() || dt == dtypes::index)
     throw DTypeError("cast: cannot cast to " + dt.name());
+  if (dt.itemsize() > dtype().itemsize()) tensor::checked_numel(shape(), dt, "cast");
   if (impl()->literal && impl()->uop.op() == Ops::CONST) {
     // A literal takes the new dtype from its exact value (0.2 as float64 is 0.2, not float32's).
     Tensor out = make(UOp::const_(dt, *impl()->literal), {}, dt, device(), is_weak());
@@ -487,30 +514,72 @@ Tensor Tensor::detach() const {
       impl()->sym);
 }
 
+namespace {
+// One element of `dt` at `p`, as to_string prints it: bools as true/false, integers exactly,
+// floats in %g.
+std::string element_str(const uint8_t* p, DType dt) {
+  auto read = [p]<class T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+  };
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return *p ? "true" : "false";
+    case ScalarType::int8:
+      return fmt::format("{}", read(int8_t{}));
+    case ScalarType::uint8:
+      return fmt::format("{}", read(uint8_t{}));
+    case ScalarType::int16:
+      return fmt::format("{}", read(int16_t{}));
+    case ScalarType::uint16:
+      return fmt::format("{}", read(uint16_t{}));
+    case ScalarType::int32:
+      return fmt::format("{}", read(int32_t{}));
+    case ScalarType::uint32:
+      return fmt::format("{}", read(uint32_t{}));
+    case ScalarType::int64:
+      return fmt::format("{}", read(int64_t{}));
+    case ScalarType::uint64:
+      return fmt::format("{}", read(uint64_t{}));
+    case ScalarType::float16:
+      return fmt::format("{:g}", half_bits_to_float(read(uint16_t{})));
+    case ScalarType::bfloat16:
+      return fmt::format("{:g}", bf16_bits_to_float(read(uint16_t{})));
+    case ScalarType::float32:
+      return fmt::format("{:g}", read(float{}));
+    case ScalarType::float64:
+      return fmt::format("{:g}", read(double{}));
+    default:
+      throw DTypeError("to_string: cannot print a tensor of " + dt.name());
+  }
+}
+}  // namespace
+
 std::string Tensor::to_string() const {
   std::ostringstream os;
   os << "Tensor(shape=" << shape_str(shape()) << ", dtype=" << dtype().name()
      << ", device=" << device() << ")";
   if (numel() > 0 && numel() <= 256) {
-    // Values as doubles via a float64 cast of a contiguous copy.
-    std::vector<double> v = cast(dtypes::float64).to_vector<double>();
+    // The tensor's own bytes, converted here: printing needs nothing of the device beyond the
+    // tensor's dtype (no float64 cast on a device that may lack it).
+    const std::vector<uint8_t> bytes = to_bytes();
+    const size_t item = static_cast<size_t>(dtype().itemsize());
     const Shape& s = shape();
     std::vector<int64_t> strides(s.size(), 1);
     for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i)
       strides[i] = strides[i + 1] * s[i + 1];
+    const size_t n = bytes.size() / item;
     os << "\n";
-    for (size_t i = 0; i < v.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const int64_t at = static_cast<int64_t>(i);
       for (size_t d = 0; d < s.size(); ++d)
         if (at % (strides[d] * s[d]) == 0) os << "[";
-      if (dtype().is_bool())
-        os << (v[i] != 0 ? "true" : "false");
-      else
-        os << fmt::format("{:g}", v[i]);
+      os << element_str(bytes.data() + i * item, dtype());
       int closed = 0;
       for (size_t d = 0; d < s.size(); ++d)
         if ((at + 1) % (strides[d] * s[d]) == 0) ++closed, os << "]";
-      if (i + 1 < v.size()) os << (closed ? ",\n" : ", ");
+      if (i + 1 < n) os << (closed ? ",\n" : ", ");
     }
   }
   return os.str();
@@ -580,6 +649,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   x = tensor::on_device(x, dev);
   y = tensor::on_device(y, dev);
   const Shape shape = tensor::broadcast_shape(c.shape(), x.shape(), "where");
+  tensor::checked_numel(shape, x.dtype(), "where");
   const Tensor all[] = {c, x, y};
   const Shape sym = tensor::broadcast_sym(all, shape);
   const Tensor s[] = {tensor::broadcast_to(c, shape, "where", sym),
@@ -718,7 +788,6 @@ Tensor Tensor::prod() const { return prod(std::vector<int>{}, false); }
 // ---- movement -----------------------------------------------------------------------------------
 Tensor Tensor::reshape(Shape new_shape) const {
   int infer = -1;
-  int64_t known = 1;
   for (size_t i = 0; i < new_shape.size(); ++i) {
     if (new_shape[i] == -1) {
       if (infer >= 0)
@@ -728,8 +797,20 @@ Tensor Tensor::reshape(Shape new_shape) const {
     } else if (new_shape[i] < 0) {
       throw ShapeError(fmt::format("reshape: negative dimension in {} (from {})",
                                    shape_str(new_shape), shape_str(shape())));
-    } else {
-      known *= new_shape[i];
+    }
+  }
+  // The product of the given dimensions (a -1 counts as 1).
+  int64_t known = 0;
+  if (infer < 0) {
+    known = tensor::checked_numel(new_shape, dtype(), "reshape");
+  } else {
+    Shape given = new_shape;
+    given[infer] = 1;
+    try {
+      known = tensor::checked_numel(given, dtype(), "reshape");
+    } catch (const ShapeError&) {
+      throw ShapeError(fmt::format("reshape: {} (from {}) has more elements than int64 can count",
+                                   shape_str(new_shape), shape_str(shape())));
     }
   }
   if (infer >= 0) {
@@ -814,6 +895,7 @@ Tensor Tensor::expand(Shape new_shape) const {
     if (new_shape[i] < 0)
       throw ShapeError(fmt::format("expand: negative dimension in {}", shape_str(new_shape)));
   }
+  tensor::checked_numel(new_shape, dtype(), "expand");
   const Tensor base = lead ? reshape(src) : *this;
   if (new_shape == src) return base;
   Shape sym = new_shape;
@@ -837,11 +919,17 @@ Tensor Tensor::pad(const PadList& padding, double value) const {
       throw ShapeError(
           fmt::format("pad: dimension {} of {} is the symbolic {}; it cannot be padded", i,
                       shape_str(shape()), lazy::sym_var(sym[i]).name));
-    s[i] += padding[i].first + padding[i].second;
+    if (__builtin_add_overflow(s[i], padding[i].first, &s[i]) ||
+        __builtin_add_overflow(s[i], padding[i].second, &s[i]))
+      throw ShapeError(
+          fmt::format("pad: ({}, {}) on dimension {} of {} gives more elements than "
+                      "int64 can count",
+                      padding[i].first, padding[i].second, i, shape_str(shape())));
     if (!sym.empty() && padded) sym[i] = s[i];
     any = any || padded;
   }
   if (!any) return *this;
+  tensor::checked_numel(s, dtype(), "pad");
   Tensor zero_padded =
       tensor::with_sym(make(lazy::pad(impl()->uop, padding), s, dtype(), device()), sym);
   if (value == 0.0) return zero_padded;

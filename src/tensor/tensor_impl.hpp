@@ -49,6 +49,10 @@ void materialize_parameters(std::vector<UOp>& roots);
 // `before[i]` the node it was computed from; keeps those nodes that gradients may flow through.
 void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
                        std::span<const UOp> before);
+// autograd.cpp: Tensor::to calls this with the BUFFER on `device` it copied `src`'s value into;
+// when the value depends on a tensor that requires grad, gradients reaching the buffer flow on
+// to `src` (on its own device).
+void keep_copy_for_autograd(const UOp& buffer, const Tensor& src, const std::string& device);
 
 // Symbolic shapes (Impl::sym): the graph's shape of t, and t with it set (left empty when
 // `sym` has no symbolic axis).
@@ -64,6 +68,11 @@ Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype);
 
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);
+// The element count of `shape` for an op building a tensor of `dtype` with it. ShapeError naming
+// `op` and the shape when a dimension is negative, or when the count or the size in bytes does not
+// fit in int64; with a zero dimension, the product of the others must still fit (index math and
+// strides are computed from it). Every op that creates a shape or grows one checks it here.
+int64_t checked_numel(const Shape& shape, DType dtype, const char* op);
 // Normalizes a possibly negative axis; ShapeError naming `op` when out of range.
 // (A 0-d tensor accepts axis 0 and -1, as PyTorch.) The message names the shape.
 int normalize_axis(int axis, const Shape& shape, const char* op);

@@ -1,6 +1,7 @@
 // tests/tensor: the harness's helpers (see harness.hpp).
 #include "harness.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -260,6 +261,80 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& expe
                     << expected[i] << " (rtol " << rtol << ", atol " << atol << ")";
 }
 
+double value_from_bits(uint64_t bits, DType dt) {
+  switch (dt.scalar_type()) {
+    case ScalarType::bool_:
+      return bits != 0 ? 1 : 0;
+    case ScalarType::int8:
+      return static_cast<int8_t>(bits);
+    case ScalarType::uint8:
+      return static_cast<uint8_t>(bits);
+    case ScalarType::int16:
+      return static_cast<int16_t>(bits);
+    case ScalarType::uint16:
+      return static_cast<uint16_t>(bits);
+    case ScalarType::int32:
+      return static_cast<int32_t>(bits);
+    case ScalarType::uint32:
+      return static_cast<uint32_t>(bits);
+    case ScalarType::int64:
+      return static_cast<double>(static_cast<int64_t>(bits));
+    case ScalarType::uint64:
+      return static_cast<double>(bits);
+    case ScalarType::float16:
+      return half_bits_to_double(static_cast<uint16_t>(bits));
+    case ScalarType::bfloat16:
+      return bf16_bits_to_double(static_cast<uint16_t>(bits));
+    case ScalarType::float32: {
+      const auto u = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case ScalarType::float64: {
+      double d;
+      std::memcpy(&d, &bits, 8);
+      return d;
+    }
+    default:
+      throw Error("value_from_bits: unsupported dtype " + dt.name());
+  }
+}
+
+namespace {
+// The unsigned integer dtype of `dt`'s size (bool stays bool: it is or-ed, not added).
+DType bits_dtype(DType dt) {
+  if (dt.is_bool()) return dt;
+  switch (dt.itemsize()) {
+    case 1:
+      return dtypes::uint8;
+    case 2:
+      return dtypes::uint16;
+    case 4:
+      return dtypes::uint32;
+    default:
+      return dtypes::uint64;
+  }
+}
+
+// A realized tensor's elements as raw bits, one uint64 each.
+std::vector<uint64_t> raw_bits(const Tensor& t) {
+  auto widen = [](const auto& v) { return std::vector<uint64_t>(v.begin(), v.end()); };
+  switch (t.dtype().scalar_type()) {
+    case ScalarType::bool_:
+      return widen(t.to_vector<bool>());
+    case ScalarType::uint8:
+      return widen(t.to_vector<uint8_t>());
+    case ScalarType::uint16:
+      return widen(t.to_vector<uint16_t>());
+    case ScalarType::uint32:
+      return widen(t.to_vector<uint32_t>());
+    default:
+      return t.to_vector<uint64_t>();
+  }
+}
+}  // namespace
+
 Batch::~Batch() {
   if (!items_.empty()) ADD_FAILURE() << "Batch: " << items_.size() << " results never checked";
 }
@@ -273,31 +348,40 @@ void Batch::add(const Tensor& t, const Shape& shape, DType dtype, std::vector<do
   const int64_t n = numel_of(shape);
   EXPECT_EQ(static_cast<size_t>(n), expected.size()) << label << ": the test's expected size";
   if (t.shape() != shape || static_cast<size_t>(n) != expected.size() || n == 0) return;
-  items_.push_back({label, t.cast(dtypes::float64).reshape({n}), std::move(expected), rtol, atol});
+  items_.push_back({label, t.reshape({n}).bitcast(bits_dtype(t.dtype())), t.dtype(),
+                    std::move(expected), rtol, atol});
 }
 
 void Batch::check() {
-  int64_t total = 0;
-  for (const Item& it : items_) total += static_cast<int64_t>(it.expected.size());
-  Tensor all;
-  int64_t off = 0;
-  for (const Item& it : items_) {
-    const int64_t n = static_cast<int64_t>(it.expected.size());
-    Tensor p = it.flat.pad({{off, total - off - n}});
-    all = all.defined() ? all + p : p;
-    off += n;
-  }
   std::vector<Item> items = std::move(items_);
   items_.clear();
-  if (!all.defined()) return;
-  const std::vector<double> got = values_of(all);
-  ASSERT_EQ(got.size(), static_cast<size_t>(total));
-  off = 0;
-  for (const Item& it : items) {
-    const auto first = got.begin() + off;
-    off += static_cast<int64_t>(it.expected.size());
-    expect_near(std::vector<double>(first, got.begin() + off), it.expected, it.rtol, it.atol,
-                it.label);
+  // One concatenation per element size, in the order the sizes first appear.
+  std::vector<DType> sizes;
+  for (const Item& it : items)
+    if (std::find(sizes.begin(), sizes.end(), it.bits.dtype()) == sizes.end())
+      sizes.push_back(it.bits.dtype());
+  for (DType size : sizes) {
+    int64_t total = 0;
+    for (const Item& it : items)
+      if (it.bits.dtype() == size) total += static_cast<int64_t>(it.expected.size());
+    Tensor all;
+    int64_t off = 0;
+    for (const Item& it : items) {
+      if (it.bits.dtype() != size) continue;
+      const int64_t n = static_cast<int64_t>(it.expected.size());
+      Tensor p = it.bits.pad({{off, total - off - n}});
+      all = !all.defined() ? p : size.is_bool() ? all.logical_or(p) : all + p;
+      off += n;
+    }
+    const std::vector<uint64_t> got = raw_bits(all);
+    ASSERT_EQ(got.size(), static_cast<size_t>(total));
+    off = 0;
+    for (const Item& it : items) {
+      if (it.bits.dtype() != size) continue;
+      std::vector<double> values(it.expected.size());
+      for (double& v : values) v = value_from_bits(got[static_cast<size_t>(off++)], it.dtype);
+      expect_near(values, it.expected, it.rtol, it.atol, it.label);
+    }
   }
 }
 

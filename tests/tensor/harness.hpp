@@ -51,8 +51,11 @@ std::vector<double> random_ints(int64_t n, int64_t lo, int64_t hi, uint64_t seed
 // rounded to nearest even).
 Tensor make_tensor(const std::vector<double>& values, const Shape& shape, DType dtype,
                    const std::string& device);
-// The tensor's values (realized) converted to double, whatever its dtype.
+// The tensor's values (realized) converted to double on the host, whatever its dtype (the device
+// only copies the tensor's own bytes).
 std::vector<double> values_of(const Tensor& t);
+// One element of `dtype` from its bits (the low itemsize bytes of `bits`), as a double.
+double value_from_bits(uint64_t bits, DType dtype);
 // The value a double takes when stored in `dtype` and read back (wrapping for ints, rounding
 // for floats, != 0 for bool).
 double round_to(double v, DType dtype);
@@ -92,11 +95,13 @@ int64_t numel_of(const Shape& s);
 // The multi-index of flat position `i` in `shape`.
 std::vector<int64_t> unflatten_index(int64_t i, const Shape& shape);
 
-// Many small checks, one kernel: add() checks shape and dtype at once (they are known without
-// running anything) and keeps the tensor; check() casts every kept tensor to float64, flattens
-// it, concatenates them all (pad + add) and reads the result back once. Failures name the line
-// of the add() call. float64 holds every value of every dtype exactly except 64-bit integers
-// beyond 2^53, which the reference rounds the same way.
+// Many small checks, few kernels: add() checks shape and dtype at once (they are known without
+// running anything) and keeps the tensor; check() flattens every kept tensor, concatenates those
+// of one element size (pad + add of their bits as unsigned integers of that size; bools with or)
+// and reads each concatenation back once, in its own dtype: one kernel per element size, no
+// float64 on the device. The host converts each value to double, which holds every value of
+// every dtype exactly except 64-bit integers beyond 2^53 (the reference rounds them the same
+// way). Failures name the line of the add() call.
 class Batch {
  public:
   // Added to the labels of the following add() calls (e.g. the dtype of a loop).
@@ -111,7 +116,8 @@ class Batch {
  private:
   struct Item {
     std::string label;
-    Tensor flat;
+    Tensor bits;  // flattened; the bits as an unsigned integer of the element's size (or bool)
+    DType dtype;  // the dtype the bits hold
     std::vector<double> expected;
     double rtol, atol;
   };

@@ -66,8 +66,7 @@ std::vector<std::vector<double>> analytic(const Fn& f, const std::vector<Arg>& a
   std::vector<std::vector<double>> out;
   for (const Tensor& t : ts) {
     const std::optional<Tensor> g = t.grad();
-    out.push_back(g ? values_of(g->cast(dtypes::float64))
-                    : std::vector<double>(static_cast<size_t>(t.numel()), 0.0));
+    out.push_back(g ? values_of(*g) : std::vector<double>(static_cast<size_t>(t.numel()), 0.0));
   }
   return out;
 }

@@ -1188,6 +1188,33 @@ TEST_P(CoreTest, ToStringAndStream) {
   EXPECT_FALSE(Tensor::scalar(2, dtypes::int8, dev()).to_string().empty());
 }
 
+// Every dtype prints from its own bytes, converted on the host: integers exactly (beyond what a
+// double holds), half floats through the host's conversion, and no float64 on the device.
+TEST_P(CoreTest, ToStringPrintsEveryDTypeFromItsOwnBytes) {
+  auto values = [](const Tensor& t) {
+    const std::string s = t.to_string();
+    return s.substr(s.find('\n') + 1);
+  };
+  EXPECT_EQ(values(make1({1.5, -2, 65504}, dtypes::float16) * 1.0), "[1.5, -2, 65504]");
+  EXPECT_EQ(values(make1({0.5, -256, 1.5}, dtypes::bfloat16) + 0.0), "[0.5, -256, 1.5]");
+  EXPECT_EQ(values(make1({0.1, -0.0, kInf, kNaN}, dtypes::float32)), "[0.1, -0, inf, nan]");
+  EXPECT_EQ(values(make1({0.1, 1e300}, dtypes::float64)), "[0.1, 1e+300]");
+  EXPECT_EQ(values(make1({-128, 127}, dtypes::int8) + 0), "[-128, 127]");
+  EXPECT_EQ(values(make1({255, 0}, dtypes::uint8)), "[255, 0]");
+  EXPECT_EQ(values(make1({-32768, 7}, dtypes::int16)), "[-32768, 7]");
+  EXPECT_EQ(values(make1({65535}, dtypes::uint16)), "[65535]");
+  EXPECT_EQ(values(make1({-2147483648.0, 5}, dtypes::int32)), "[-2147483648, 5]");
+  EXPECT_EQ(values(make1({4294967295.0}, dtypes::uint32)), "[4294967295]");
+  const int64_t odd = (int64_t{1} << 53) + 1;  // a double would print 9.0072e+15
+  EXPECT_EQ(values(Tensor::from_vector<int64_t>({odd, -odd}, {2}, {}, dev()) + 0),
+            "[9007199254740993, -9007199254740993]");
+  EXPECT_EQ(values(Tensor::from_vector<uint64_t>({~uint64_t{0}}, {1}, {}, dev())),
+            "[18446744073709551615]");
+  EXPECT_EQ(values(make1({1, 0}, dtypes::bool_).logical_not()), "[false, true]");
+  EXPECT_EQ(values(make({1, 2, 3, 4}, {2, 2}, dtypes::int32).T()), "[[1, 3],\n[2, 4]]");
+  EXPECT_EQ(values(Tensor::scalar(2.5, dtypes::float16, dev())), "2.5");
+}
+
 VKGRAD_ALL_DEVICES(CoreTest);
 
 }  // namespace

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <vkgrad/stats.hpp>
 
 #include "engine/realize.hpp"
 #include "harness.hpp"
 #include "runtime/registry.hpp"
+#include "tensor/tensor_impl.hpp"
 
 namespace vkgrad::testing {
 namespace {
@@ -15,6 +17,8 @@ namespace {
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
+
+double kInf() { return std::numeric_limits<double>::infinity(); }
 
 std::vector<std::string> vulkan_devices() {
   std::vector<std::string> out;
@@ -224,6 +228,120 @@ TEST(CpuMath, Exp2IsWithinTwoUlpsAndExactAtTheEdges) {
     else
       EXPECT_EQ(e[i], want) << "exp2(" << edges[i] << ")";
   }
+}
+
+// Printing and the harness read each tensor in its own dtype and convert on the host, so a
+// device without float64 prints and checks every other dtype. Run by ctest with
+// VKGRAD_VK_DISABLE=fp64 (tensor_vulkan_no_fp64), where float64 itself is refused.
+TEST(VulkanNoFloat64, PrintingAndTheHarnessNeedNoFloat64) {
+  const std::vector<std::string> vks = vulkan_devices();
+  if (vks.empty()) GTEST_SKIP() << "no Vulkan device here";
+  const char* disabled = std::getenv("VKGRAD_VK_DISABLE");
+  const bool masked = disabled && std::string(disabled).find("fp64") != std::string::npos;
+  const int64_t before = runtime_stats().validation_messages;
+  for (const std::string& dev : vks) {
+    SCOPED_TRACE(dev);
+    if (masked) {
+      EXPECT_THROW((void)(make_tensor({1}, {1}, dtypes::float64, dev) + 1).realize(), DTypeError);
+    }
+    const Tensor f = make_tensor({1.5, -2, 0.25}, {3}, dtypes::float32, dev) * 2.0;
+    const std::string s = f.to_string();
+    EXPECT_NE(s.find("[3, -4, 0.5]"), std::string::npos) << s;
+    EXPECT_NE((make_tensor({1.5}, {1}, dtypes::float16, dev) + 1.0).to_string().find("[2.5]"),
+              std::string::npos);
+    std::ostringstream os;
+    os << Tensor::from_vector<int64_t>({(int64_t{1} << 53) + 1}, {1}, {}, dev) + 0;
+    EXPECT_NE(os.str().find("[9007199254740993]"), std::string::npos) << os.str();
+
+    // Every dtype but float64 through Batch (bits of each element size concatenated), rows and
+    // values_of; the float32 edge values (a subnormal, inf, NaN) come back exactly.
+    const double tiny = std::ldexp(1.0, -140);  // a float32 subnormal
+    Batch b;
+    b.add(make_tensor({-0.0, tiny, kInf(), std::nan("")}, {4}, dtypes::float32, dev), {4},
+          dtypes::float32, {-0.0, tiny, kInf(), std::nan("")});
+    b.add(f.reshape({3, 1}), {3, 1}, dtypes::float32, {3, -4, 0.5});
+    b.add(make_tensor({1.5, -3}, {2}, dtypes::float16, dev) * 2.0, {2}, dtypes::float16, {3, -6});
+    b.add(make_tensor({1.5, -3}, {2}, dtypes::bfloat16, dev) + 1.0, {2}, dtypes::bfloat16,
+          {2.5, -2});
+    b.add(make_tensor({-7, 100}, {2}, dtypes::int8, dev) * 2, {2}, dtypes::int8, {-14, -56});
+    b.add(make_tensor({65535, 3}, {2}, dtypes::uint16, dev) + 1, {2}, dtypes::uint16, {0, 4});
+    b.add(make_tensor({-5, 6}, {2}, dtypes::int32, dev).sum(), {}, dtypes::int32, {1});
+    b.add(make_tensor({-5, 6}, {2}, dtypes::int64, dev) * 3, {2}, dtypes::int64, {-15, 18});
+    b.add(make_tensor({0, 2}, {2}, dtypes::int32, dev) > 1, {2}, dtypes::bool_, {0, 1});
+    b.check();
+    expect_rows(
+        {{"exp", make_tensor({0, 1}, {2}, dtypes::float32, dev).exp(), {1, std::exp(1.0)}, 2e-6},
+         {"neg", -make_tensor({0, 1}, {2}, dtypes::float32, dev), {0, -1}}});
+    expect_near(values_of(make_tensor({0.5, -1}, {2}, dtypes::float16, dev).exp()),
+                {std::exp(0.5), std::exp(-1.0)}, 2e-3, 0, "float16 exp");
+  }
+  EXPECT_EQ(runtime_stats().validation_messages, before);
+}
+
+// Tensor::to carries gradients: a COPY back to the source's device in the backward pass, however
+// the copied buffer is reached later (a temporary, a realized result), in both directions; the
+// results match values computed in double precision.
+TEST(CrossDevice, GradientsFlowThroughTo) {
+  const std::vector<std::string> vks = vulkan_devices();
+  if (vks.empty()) GTEST_SKIP() << "no Vulkan device here";
+  const int64_t before = runtime_stats().validation_messages;
+  const std::vector<double> xv = random_values(6, -1.5, 1.5, 41), wv = random_values(6, 0.5, 2, 42);
+  for (const std::string& dev : vks) {
+    SCOPED_TRACE(dev);
+    auto grad_of = [](const Tensor& t) {
+      EXPECT_TRUE(t.grad().has_value());
+      return t.grad() ? values_of(*t.grad()) : std::vector<double>{};
+    };
+    std::vector<double> want(6);
+    {  // CPU -> VULKAN, the loss on VULKAN
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      const Tensor w = make_tensor(wv, {2, 3}, dtypes::float32, dev);
+      const Tensor y = x.to(dev);
+      Tensor loss = (y.exp() * w).sum();
+      loss.backward();
+      ASSERT_TRUE(x.grad());
+      EXPECT_EQ(x.grad()->device(), "CPU");
+      for (size_t i = 0; i < 6; ++i)
+        want[i] = std::exp(round_to(xv[i], dtypes::float32)) * round_to(wv[i], dtypes::float32);
+      expect_near(grad_of(x), want, 1e-5, 1e-6, "exp * w on " + dev);
+    }
+    {  // CPU -> VULKAN -> CPU through temporaries, the loss on the CPU
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      Tensor z = (x.to(dev).sin() * 2.0).to("CPU");  // x.to(dev) is gone after this line
+      Tensor loss = (z * z).sum();
+      loss.backward();
+      for (size_t i = 0; i < 6; ++i) {
+        const double v = round_to(xv[i], dtypes::float32);
+        want[i] = 8 * std::sin(v) * std::cos(v);
+      }
+      expect_near(grad_of(x), want, 1e-5, 1e-6, "(2 sin x)^2 through " + dev);
+    }
+    {  // a realized result on VULKAN, and x used on both devices
+      Tensor x = make_tensor(xv, {2, 3}, dtypes::float32, "CPU").requires_grad_();
+      Tensor h = (x.to(dev).reshape({3, 2}) * 3.0).realize();
+      Tensor loss = (x * x).sum() + h.sum().to("CPU");
+      loss.backward();
+      for (size_t i = 0; i < 6; ++i) want[i] = 2 * round_to(xv[i], dtypes::float32) + 3;
+      expect_near(grad_of(x), want, 1e-6, 1e-6, "x^2 + 3x on two devices");
+    }
+    {  // a parameter on VULKAN, the loss on the CPU: its gradient comes back to VULKAN
+      Tensor p = make_tensor(xv, {6}, dtypes::float32, dev).requires_grad_();
+      Tensor loss = (p.to("CPU").square() * make_tensor(wv, {6}, dtypes::float32, "CPU")).sum();
+      loss.backward();
+      ASSERT_TRUE(p.grad());
+      EXPECT_EQ(p.grad()->device(), dev);
+      for (size_t i = 0; i < 6; ++i)
+        want[i] = 2 * round_to(xv[i], dtypes::float32) * round_to(wv[i], dtypes::float32);
+      expect_near(grad_of(p), want, 1e-5, 1e-6, "p^2 * w from " + dev);
+    }
+    {  // a copy of a value that needs no gradient keeps nothing of its source graph
+      const Tensor a = make_tensor(xv, {6}, dtypes::float32, "CPU") * 2.0;
+      const Tensor b = a.to(dev);
+      EXPECT_FALSE(engine::origin(engine::as_buffer(tensor::uop(b))));
+      expect_near(values_of(b), values_of(a), 0, 0, "the copy's values");
+    }
+  }
+  EXPECT_EQ(runtime_stats().validation_messages, before);
 }
 
 // An op that mixes devices is refused (at the op where it can tell, else at realize) instead of

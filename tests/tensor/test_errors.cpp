@@ -2,6 +2,7 @@
 // called, not at realize), with a message naming the operation and the offending shapes, dtypes
 // or values; and the library keeps working afterwards (each check runs a correct op next).
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -196,6 +197,137 @@ TEST_P(ErrorsTest, BadPadShrinkExpandIsShapeError) {
                            {"-1"});
   still_works();
   expect_values(a.pad({{1, 0}, {0, 0}}).shrink({{0, 2}, {1, 2}}), {2, 1}, dtypes::float32, {0, 1});
+}
+
+// A shape whose element count (or size in bytes) does not fit in int64 is refused by the op that
+// would create it, naming the op and the shape; nothing is allocated. With a zero dimension the
+// other dimensions' product must still fit.
+TEST_P(ErrorsTest, ShapesWhoseElementCountOverflowsAreShapeError) {
+  constexpr int64_t big = int64_t{1} << 32;
+  const std::string d = dev();
+  expect_error<ShapeError>("empty",
+                           [&] {
+                             (void)Tensor::empty({big, big, 4}, {}, d);
+                           },
+                           {"empty", "(4294967296, 4294967296, 4)", "int64"});
+  expect_error<ShapeError>("zeros",
+                           [&] {
+                             (void)Tensor::zeros({big, big}, {}, d);
+                           },
+                           {"zeros", "(4294967296, 4294967296)"});
+  expect_error<ShapeError>("ones with a zero dimension",
+                           [&] {
+                             (void)Tensor::ones({0, big, big}, {}, d);
+                           },
+                           {"ones", "(0, 4294967296, 4294967296)"});
+  expect_error<ShapeError>("full", [&] { (void)Tensor::full({big, big}, 7, {}, d); }, {"full"});
+  // 2^62 float32 elements fit, their bytes do not.
+  expect_error<ShapeError>("zeros bytes",
+                           [&] {
+                             (void)Tensor::zeros({big, big / 4}, {}, d);
+                           },
+                           {"zeros", "(4294967296, 1073741824)", "float32", "bytes"});
+  expect_error<ShapeError>("rand",
+                           [&] {
+                             (void)Tensor::rand({big, big}, {}, d);
+                           },
+                           {"rand", "(4294967296, 4294967296)"});
+  expect_error<ShapeError>("randint",
+                           [&] {
+                             (void)Tensor::randint({big, big}, 0, 5, {}, d);
+                           },
+                           {"randint", "(4294967296, 4294967296)"});
+  expect_error<ShapeError>(
+      "from_vector",
+      [&] {
+        (void)Tensor::from_vector<float>(std::vector<float>{1.0f}, {big, big, 4}, {}, d);
+      },
+      {"from_vector", "(4294967296, 4294967296, 4)"});
+  expect_error<ShapeError>("arange count",
+                           [&] {
+                             (void)Tensor::arange(std::numeric_limits<int64_t>::min(),
+                                                  std::numeric_limits<int64_t>::max(), int64_t{1},
+                                                  dtypes::int64, d);
+                           },
+                           {"arange"});
+  expect_error<ShapeError>(
+      "arange bytes",
+      [&] { (void)Tensor::arange(int64_t{0}, int64_t{1} << 62, int64_t{1}, dtypes::int64, d); },
+      {"arange", "int64", "bytes"});
+  expect_error<ShapeError>(
+      "linspace", [&] { (void)Tensor::linspace(0, 1, int64_t{1} << 62, {}, d); }, {"linspace"});
+  expect_error<ShapeError>("eye", [&] { (void)Tensor::eye(big, {}, d); },
+                           {"eye", "(4294967296, 4294967296)"});
+  still_works();
+
+  // Ops that grow a shape. The inputs are lazy constants: nothing is allocated.
+  const Tensor col = Tensor::zeros({big, 1}, {}, d);
+  const Tensor bytes = Tensor::zeros({big, big / 8}, dtypes::uint8, d);  // 2^61 elements fit
+  expect_error<ShapeError>("reshape",
+                           [&] {
+                             (void)f32({2, 3}).reshape({-1, big, big});
+                           },
+                           {"reshape", "(-1, 4294967296, 4294967296)", "(2, 3)"});
+  expect_error<ShapeError>("reshape with a zero",
+                           [&] {
+                             (void)Tensor::zeros({0}, {}, d).reshape({0, big, big});
+                           },
+                           {"reshape", "(0, 4294967296, 4294967296)"});
+  expect_error<ShapeError>("expand",
+                           [&] {
+                             (void)col.expand({big, big, 4});
+                           },
+                           {"expand", "(4294967296, 4294967296, 4)"});
+  expect_error<ShapeError>("pad",
+                           [&] {
+                             (void)bytes.pad({{0, 3 * big}, {0, 0}});
+                           },
+                           {"pad", "(17179869184, 536870912)"});
+  expect_error<ShapeError>("pad past int64",
+                           [&] {
+                             (void)f32({2}).pad({{std::numeric_limits<int64_t>::max(), 1}});
+                           },
+                           {"pad", "(2,)"});
+  expect_error<ShapeError>("repeat",
+                           [&] {
+                             (void)col.repeat({1, big});
+                           },
+                           {"repeat", "(4294967296, 1)", "(1, 4294967296)"});
+  expect_error<ShapeError>("cat",
+                           [&] {
+                             (void)cat({bytes, bytes, bytes, bytes}, 0);
+                           },
+                           {"cat", "(17179869184, 536870912)"});
+  expect_error<ShapeError>("stack",
+                           [&] {
+                             (void)stack({bytes, bytes, bytes, bytes}, 0);
+                           },
+                           {"stack", "(4, 4294967296, 536870912)"});
+  expect_error<ShapeError>("add",
+                           [&] {
+                             (void)(col + Tensor::zeros({1, big}, {}, d));
+                           },
+                           {"(4294967296, 4294967296)"}, {{"add"}});
+  expect_error<ShapeError>("where",
+                           [&] { (void)where(col > 0.0, col, Tensor::zeros({big}, {}, d)); },
+                           {"where", "(4294967296, 4294967296)"});
+  expect_error<ShapeError>("matmul",
+                           [&] {
+                             (void)col.matmul(Tensor::zeros({1, big}, {}, d));
+                           },
+                           {"matmul"});
+  expect_error<ShapeError>("one_hot",
+                           [&] {
+                             (void)Tensor::zeros({big, big / 4}, dtypes::int8, d).one_hot(8);
+                           },
+                           {"one_hot", "(4294967296, 1073741824, 8)"});
+  expect_error<ShapeError>("cast", [&] { (void)bytes.cast(dtypes::float64); },
+                           {"cast", "(4294967296, 536870912)", "float64", "bytes"});
+  still_works();
+  // Large shapes that fit are fine (and stay lazy).
+  EXPECT_EQ(bytes.numel(), int64_t{1} << 61);
+  EXPECT_EQ(col.expand({big, 4}).numel(), big * 4);
+  EXPECT_EQ(Tensor::zeros({0, big}, {}, d).numel(), 0);
 }
 
 TEST_P(ErrorsTest, MatmulInnerDimensionMismatchIsShapeError) {
