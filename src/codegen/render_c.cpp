@@ -363,14 +363,32 @@ class CRenderer : public Linearizer {
       line(depth, fmt::format("const int64_t {0} = {1} < {2} ? {1} : {2};", var, rest, block));
     };
     // Packs `x` into panel[kk * width + w] for w < ws (zero up to width): the loops bind the
-    // kernel's ranges (`bind_w`, `bind_k`) and evaluate x's nodes once per element. The stores
-    // are contiguous (a strided read is a gather; a strided store would be a scatter).
+    // kernel's ranges (`w_ranges` from the flat index `w_flat`, then `bind_k`) and evaluate x's
+    // nodes once per element. The w ranges' values are computed once per panel, into small
+    // arrays, not once per kk (their divisions would dominate an im2col). The stores are
+    // contiguous (a strided read is a gather; a strided store would be a scatter).
     auto pack = [&](const UOp& x, const std::string& panel, int64_t width, const std::string& ws,
-                    const std::string& ks, const std::string& bind_w, const std::string& bind_k) {
+                    const std::string& ks, const std::vector<UOp>& w_ranges,
+                    const std::string& w_flat, const std::string& bind_k) {
       const int base = depth;
+      // One range needs no division (and the compiler sees its loads run along w); several are
+      // bound once per panel.
+      const bool table = w_ranges.size() > 1;
+      if (table) {
+        for (const UOp& r : w_ranges)
+          line(depth, fmt::format("int64_t w_{}[{}];", name_of(r), width));
+        open("w", "0", ws);
+        line(depth, bind(w_ranges, w_flat));
+        for (const UOp& r : w_ranges) line(depth, fmt::format("w_{0}[w] = {0};", name_of(r)));
+        close_to(base);
+      }
       open("kk", "0", ks);
       line(depth, bind_k);
       open("w", "0", ws);
+      std::string bind_w = table ? "" : bind(w_ranges, w_flat);
+      for (const UOp& r : table ? w_ranges : std::vector<UOp>{})
+        bind_w +=
+            fmt::format("{0}const int64_t {1} = w_{1}[w];", bind_w.empty() ? "" : " ", name_of(r));
       line(depth, bind_w);
       Names names;
       emit_nodes(needed(
@@ -388,7 +406,7 @@ class CRenderer : public Linearizer {
     open("jr", "0", "nc", std::to_string(p.nr));
     clamp("nr", "nc - jr", p.nr);
     line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
-    pack(p.b, "pb", p.nr, "nr", std::to_string(K), bind(p.n, "jc + jr + w"), bind(p.k, "kk"));
+    pack(p.b, "pb", p.nr, "nr", std::to_string(K), p.n, "jc + jr + w", bind(p.k, "kk"));
     close_to(depth - 1);
     open("ic", "m_lo", "m_hi", std::to_string(p.mc));
     clamp("mc", "m_hi - ic", p.mc);
@@ -398,7 +416,7 @@ class CRenderer : public Linearizer {
     open("ir", "0", "mc", std::to_string(p.mr));
     clamp("mr", "mc - ir", p.mr);
     line(depth, "float* restrict pa = pack_a + ir * kc;");
-    pack(p.a, "pa", p.mr, "mr", "kc", bind(p.m, "ic + ir + w"), bind(p.k, "pc + kk"));
+    pack(p.a, "pa", p.mr, "mr", "kc", p.m, "ic + ir + w", bind(p.k, "pc + kk"));
     close_to(depth - 1);
     // The micro kernel: mr x (nr / V) vectors of accumulators.
     const int64_t V = p.vector, vecs = p.nr / V;
