@@ -22,7 +22,7 @@ define phase
 	fi
 endef
 
-.PHONY: deps run test build format clean
+.PHONY: deps run test build format clean bench-peers
 
 deps:
 	$(call phase,install dependencies,scripts/install-deps.sh)
@@ -31,6 +31,14 @@ run: deps
 	$(call phase,configure release,cmake --preset release)
 	$(call phase,build release,cmake --build --preset release --target vkgrad_cli)
 	build/release/tools/cli/vkgrad bench
+
+# vkgrad's CPU figures beside PyTorch's (Debian's python3-torch, installed by --peers), in one
+# sitting: one table, also in build/bench-peers/peers.md and peers.json (bench/README.md).
+bench-peers:
+	$(call phase,install dependencies,scripts/install-deps.sh --peers)
+	$(call phase,configure release,cmake --preset release)
+	$(call phase,build release,cmake --build --preset release --target vkgrad_cli)
+	/usr/bin/python3 bench/peers/peers.py --vkgrad build/release/tools/cli/vkgrad --out build/bench-peers
 
 test: deps
 	@mkdir -p build; rm -f $(TIMES); start=$$(date +%s); \

@@ -961,6 +961,7 @@ std::string results_json(const std::vector<CaseResult>& results) {
                          ? Json{{"name", r.reference->name}, {"value", round5(r.reference->value)}}
                          : Json(nullptr);
     o["ratio"] = r.ratio ? Json(round5(*r.ratio)) : Json(nullptr);
+    o["ok"] = r.ok;
     list.push_back(std::move(o));
   }
   return list.dump(2) + "\n";

@@ -59,7 +59,7 @@ std::vector<CaseResult> run_suite(const Options& options);
 // "cold-start-result ms=<main_start -> result> bad=<wrong elements>". Returns the exit status.
 int cold_start_child(const std::string& device, std::chrono::steady_clock::time_point main_start);
 
-// The results as a JSON list of {"name", "device", "value", "unit", "reference", "ratio"}.
+// The results as a JSON list of {"name", "device", "value", "unit", "reference", "ratio", "ok"}.
 std::string results_json(const std::vector<CaseResult>& results);
 
 }  // namespace vkgrad::bench

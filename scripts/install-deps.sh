@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs vkgrad's build, test and benchmark dependencies from Debian 12 packages.
 # Idempotent: packages already present are skipped; needs root (or sudo) only when something is missing.
+# --peers also installs PyTorch and torchvision (python3-torch, python3-torchvision) for
+# `make bench-peers`; nothing else needs them.
 set -euo pipefail
 
 packages=(
@@ -10,6 +12,14 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev python3
 )
+peer_packages=(python3-torch python3-torchvision)
+
+for arg in "$@"; do
+  case "$arg" in
+    --peers) packages+=("${peer_packages[@]}") ;;
+    *) echo "usage: $0 [--peers]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
