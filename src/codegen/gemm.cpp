@@ -11,6 +11,7 @@
 
 #include "codegen/linearize.hpp"
 #include "codegen/ranges.hpp"
+#include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
 namespace {
@@ -34,6 +35,22 @@ Blocking blocking(const Target& t) {
   b.panel_floats = t.panel_bytes / 4;
   b.max_nc = 32 * b.nr;
   return b;
+}
+
+// The index of `a` at k = 0 when `a` is an ungated float32 load whose index steps by one along
+// the flattened k ranges (row-major), else null.
+UOp rows_in_place(const UOp& a, const std::vector<UOp>& k) {
+  if (a.op() != Ops::LOAD || a.dtype() != dtypes::float32 || a.src(0).src().size() != 2) return {};
+  UOp flat = UOp::const_(dtypes::index, int64_t{0}),
+      stride = UOp::const_(dtypes::index, int64_t{1});
+  for (size_t i = k.size(); i-- > 0;) {
+    flat = flat + k[i] * stride;
+    stride = UOp::const_(dtypes::index, std::get<int64_t>(stride.const_value()) * range_size(k[i]));
+  }
+  const UOp rest = simplify(a.src(0).src(1) - flat);
+  for (const UOp& r : k)
+    if (mentions(rest, r)) return {};
+  return rest;
 }
 
 }  // namespace
@@ -107,6 +124,7 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
   p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
   p.parallel = (p.share + p.step - 1) / p.step;
+  if ((std::min(N, p.nc) + p.nr - 1) / p.nr <= 2) p.a_rows = rows_in_place(p.a, p.k);
   auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   p.scratch_a = 0;
   p.scratch_b = p.scratch_a + part(p.mc * p.kc);

@@ -32,6 +32,11 @@ struct GemmPlan {
   GemmSplit split = GemmSplit::rows;
   // The threads' work: `parallel` items of `step` rows, columns or batch elements out of `share`.
   int64_t step = 1, share = 1, parallel = 1;
+  // A read where it lies instead of packed: when A is one float32 load contiguous along the
+  // flattened k and at most two strips of columns would reuse a packed copy (a convolution's
+  // weights at 7 x 7 outputs: packing them would be most of the work), its index at k = 0, a
+  // function of the m and batch ranges; else null.
+  UOp a_rows;
   // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B, the C tile.
   int64_t scratch_a = 0, scratch_b = 0, scratch_c = 0, scratch_floats = 0;
 };

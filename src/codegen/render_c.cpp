@@ -413,17 +413,38 @@ class CRenderer : public Linearizer {
     const int ic_depth = depth;
     open("pc", "0", std::to_string(K), std::to_string(p.kc));
     clamp("kc", fmt::format("{} - pc", K), p.kc);
-    open("ir", "0", "mc", std::to_string(p.mr));
-    clamp("mr", "mc - ir", p.mr);
-    line(depth, "float* restrict pa = pack_a + ir * kc;");
-    pack(p.a, "pa", p.mr, "mr", "kc", p.m, "ic + ir + w", bind(p.k, "pc + kk"));
-    close_to(depth - 1);
+    if (!p.a_rows) {
+      open("ir", "0", "mc", std::to_string(p.mr));
+      clamp("mr", "mc - ir", p.mr);
+      line(depth, "float* restrict pa = pack_a + ir * kc;");
+      pack(p.a, "pa", p.mr, "mr", "kc", p.m, "ic + ir + w", bind(p.k, "pc + kk"));
+      close_to(depth - 1);
+    }
     // The micro kernel: mr x (nr / V) vectors of accumulators.
     const int64_t V = p.vector, vecs = p.nr / V;
     const std::string vec_t = fmt::format("vkg_f32x{}", V);
     open("jr", "0", "nc", std::to_string(p.nr));
     open("ir", "0", "mc", std::to_string(p.mr));
-    line(depth, "const float* restrict ap = pack_a + ir * kc;");
+    if (p.a_rows) {
+      // A where it lies: a pointer per row of the panel at this k block (rows past the edge
+      // read row 0; their results are never stored).
+      line(depth, fmt::format("const float* ar[{}];", p.mr));
+      const int base = depth;
+      open("w", "0", fmt::format("(mc - ir < {0} ? mc - ir : {0})", p.mr));
+      line(depth, bind(p.m, "ic + ir + w"));
+      Names names;
+      emit_nodes(needed(
+                     {p.a_rows}, [](const UOp&) { return true; }, false),
+                 depth, out, names);
+      line(depth, fmt::format("ar[w] = data{} + {} + pc;", p.a.src(0).src(0).arg_as<int64_t>(),
+                              operand(p.a_rows, names)));
+      close_to(base);
+      open("w", fmt::format("(mc - ir < {0} ? mc - ir : {0})", p.mr), std::to_string(p.mr));
+      line(depth, "ar[w] = ar[0];");
+      close_to(base);
+    } else {
+      line(depth, "const float* restrict ap = pack_a + ir * kc;");
+    }
     line(depth, fmt::format("const float* restrict bp = pack_b + jr * {} + pc * {};", K, p.nr));
     line(depth, fmt::format("float* restrict cp = tile_c + ir * {} + jr;", p.nc));
     line(depth, fmt::format("{} acc[{}][{}];", vec_t, p.mr, vecs));
@@ -438,10 +459,10 @@ class CRenderer : public Linearizer {
     close_to(tile_depth);
     open("kk", "0", "kc");
     tile_loops();
-    line(depth,
-         fmt::format("acc[i][j] = vkg_fma{0}(ap[kk * {1} + i], *(const {2}*)(bp + kk * {3} + "
-                     "j * {0}), acc[i][j]);",
-                     V, p.mr, vec_t, p.nr));
+    line(depth, fmt::format("acc[i][j] = vkg_fma{0}({1}, *(const {2}*)(bp + kk * {3} + j * {0}), "
+                            "acc[i][j]);",
+                            V, p.a_rows ? "ar[i][kk]" : fmt::format("ap[kk * {} + i]", p.mr), vec_t,
+                            p.nr));
     close_to(tile_depth);
     tile_loops();
     line(depth, fmt::format("{} = acc[i][j];", c_vec));

@@ -70,7 +70,10 @@ TEST_P(NnTest, Matmul2d) {
   struct Case {
     int64_t m, k, n;
   };
-  for (const Case c : {Case{3, 17, 5}, Case{1, 1, 1}, Case{4, 257, 3}}) {
+  // The last three are large enough for the CPU's GEMM: 40 columns read A where it lies (100
+  // rows: a last panel of 4), 200 pack it, and 9 columns are one vector wide.
+  for (const Case c : {Case{3, 17, 5}, Case{1, 1, 1}, Case{4, 257, 3}, Case{100, 300, 40},
+                       Case{64, 160, 200}, Case{300, 400, 9}}) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n));
     const std::vector<double> a = rand32(c.m * c.k, -1, 1, 10), b = rand32(c.k * c.n, -1, 1, 11);
     Tensor ta = make_tensor(a, {c.m, c.k}, dtypes::float32, dev());
@@ -266,6 +269,11 @@ TEST_P(NnTest, Conv2dEveryShapeKind) {
       {{1, 3, 8, 8}, {2, 3, 3, 3}, 3, 1, 1, 1, true},     // stride 3
       {{2, 2, 6, 6}, {3, 2, 3, 3}, 1, 3, 1, 1, false},    // padding 3, wider than the kernel
       {{1, 6, 9, 9}, {6, 1, 3, 3}, 2, 1, 1, 6, false},    // depthwise stride 2
+      // Large enough for the CPU's GEMM: 7 x 7 outputs read the weights where they lie (40
+      // rows: a last panel of 4), 14 x 14 pack them; a stem-like 7x7 stride 2.
+      {{1, 64, 7, 7}, {40, 64, 3, 3}, 1, 1, 1, 1, true},
+      {{1, 32, 14, 14}, {24, 32, 3, 3}, 1, 1, 1, 1, false},
+      {{1, 3, 40, 40}, {16, 3, 7, 7}, 2, 3, 1, 1, false},
   };
   uint64_t seed = 150;
   for (const ConvCase& c : cases) {
