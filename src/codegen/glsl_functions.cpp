@@ -17,10 +17,6 @@ constexpr const char* kFunctionText[kNumGlslFunctions] = {
   return hi > 0x7ff00000u || (hi == 0x7ff00000u && u.x != 0u);
 }
 )",
-    R"(float vkg_maxf(float a, float b) { return (vkg_isnanf(a) || a > b) ? a : b; }
-)",
-    R"(double vkg_maxd(double a, double b) { return (vkg_isnand(a) || a > b) ? a : b; }
-)",
     // kHalf, kBf16: the shared conversions (language.hpp), spelled for GLSL by glsl_functions.
     "",
     "",
@@ -198,9 +194,9 @@ constexpr const char* kGlslHalfMacros = R"(#define VKG_FN
 void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h) {
   if (h == kBf16) h = kHalf;  // one block holds both conversions
   used[h] = true;
-  if (h == kMaxF || h == kExp2F || h == kLog2F || h == kSinF || h == kSinFD) used[kIsNanF] = true;
+  if (h == kExp2F || h == kLog2F || h == kSinF || h == kSinFD) used[kIsNanF] = true;
   if (h == kSinF || h == kSinFD) used[kSinPoly] = true;
-  if (h == kMaxD || h == kExp2D || h == kLog2D || h == kSinD) used[kIsNanD] = true;
+  if (h == kExp2D || h == kLog2D || h == kSinD) used[kIsNanD] = true;
 }
 
 std::string glsl_functions(const bool (&used)[kNumGlslFunctions]) {

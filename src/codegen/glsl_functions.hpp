@@ -10,8 +10,6 @@ namespace vkgrad {
 enum GlslFunction : int {
   kIsNanF,
   kIsNanD,
-  kMaxF,
-  kMaxD,
   kHalf,
   kBf16,
   kExp2F,

@@ -4,10 +4,10 @@
 // first over [start, end): the thread pool's slice. Variables are read once from `vars`
 // (Program::vars order) into `var_<name>`, which loop bounds and expressions use.
 //
-// Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), integer division
-// by zero gives 0 instead of trapping, division truncates as C's does, float math is IEEE (no
-// fast-math; MAX propagates NaN), float16/bfloat16 are stored in their format and computed in
-// float32.
+// Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), division
+// truncates as C's does, float math is IEEE (no fast-math, no contraction), float16/bfloat16 are
+// stored in their format and computed in float32. Division guards, shifts and float max arrive
+// written out by decompose.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,9 +31,7 @@ static inline float vkg_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); 
 static inline uint32_t vkg_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
 )";
 constexpr const char* kPreludeTail =
-    R"(static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
+    R"(static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
   float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
           + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
@@ -151,9 +149,9 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
       if (d.is_bool()) return fmt::format("(!{})", s[0]);
       if (d.is_int()) return fmt::format("(({})(0 - ({}){}))", T, utype(d), s[0]);
       return fmt::format("(-{})", s[0]);
-    case Ops::MAX:
+    case Ops::MAX:  // a float max was written out by decompose
       if (d.is_bool()) return fmt::format("({} | {})", s[0], s[1]);
-      if (d.is_float()) return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
+      if (d.is_float()) break;
       return fmt::format("({0} > {1} ? {0} : {1})", s[0], s[1]);
     case Ops::WHERE:
       return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
@@ -171,8 +169,9 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
     case Ops::RECIPROCAL:
       return fmt::format("({} / {})", float_literal(1.0, d), s[0]);
     default:
-      throw InternalError(fmt::format("render_c: no C form for {}", op_name(op)));
+      break;
   }
+  throw InternalError(fmt::format("render_c: no C form for {} of {}", op_name(op), d.name()));
 }
 
 std::string cast_expr(DType from, DType to, const std::string& x) {

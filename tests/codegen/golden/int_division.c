@@ -36,8 +36,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
   float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f

@@ -36,8 +36,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
   float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
@@ -59,11 +57,11 @@ void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
     for (int64_t ridx1 = 0; ridx1 < 10; ridx1++) {
       int64_t v1 = (v0 + ridx1);
       float v2 = data1[v1];
-      acc0 = vkg_maxf(acc0, v2);
+      acc0 = (((bool_t)((acc0 != acc0) | (v2 < acc0))) ? acc0 : v2);
     }
     float red0;
     red0 = (-__builtin_inff());
-    red0 = vkg_maxf(red0, acc0);
+    red0 = (((bool_t)((red0 != red0) | (acc0 < red0))) ? red0 : acc0);
     data0[gidx0] = red0;
   }
 }
@@ -105,8 +103,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
   float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
@@ -179,8 +175,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
 static inline float vkg_exp2f(float x) {
   float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
   float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f

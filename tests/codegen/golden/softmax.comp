@@ -15,8 +15,6 @@ layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly b
 layout(set = 0, binding = 0, std430) restrict writeonly buffer B0 { float data0[]; };
 layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]; };
 #endif
-bool vkg_isnanf(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
-float vkg_maxf(float a, float b) { return (vkg_isnanf(a) || a > b) ? a : b; }
 // r_4_10
 void main() {
   int gid = int(gl_WorkGroupID.x) * 4 + int(gl_LocalInvocationID.x);
@@ -26,11 +24,11 @@ void main() {
   for (int ridx1 = 0; ridx1 < 10; ridx1++) {
     int v1 = (v0 + ridx1);
     precise float v2 = data1[v1];
-    acc0 = vkg_maxf(acc0, v2);
+    acc0 = (((acc0 != acc0) || (v2 < acc0)) ? acc0 : v2);
   }
   precise float red0;
   red0 = uintBitsToFloat(0xff800000u);
-  red0 = vkg_maxf(red0, acc0);
+  red0 = (((red0 != red0) || (acc0 < red0)) ? red0 : acc0);
   data0[gid] = red0;
 }
 #version 450
