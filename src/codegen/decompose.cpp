@@ -75,7 +75,7 @@ const PatternMatcher pm_decompose({
 UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, b); }
 
 UOp decompose(const UOp& kernel, const Target& target) {
-  (void)target;  // every target has the same integer semantics
+  (void)target;  // every target has the same semantics
   return graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
 }
 
