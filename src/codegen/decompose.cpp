@@ -1,5 +1,5 @@
-// codegen: decompositions — the integer semantics every target shares, written once as UOp rules
-// and rendered by every language as plain operators (see decompose in pipeline.hpp):
+// codegen: decompositions — the semantics every target shares, written once as UOp rules and
+// rendered by every language as plain operators (see decompose in pipeline.hpp):
 //   a / b, a % b on integers: by zero gives 0; signed MIN / -1 wraps to MIN and MIN % -1 is 0
 //                  (x86 would trap on both, SPIR-V leaves them undefined):
 //                    a / b -> where(b == 0, 0, where(b == -1, -a, a / where(bad, 1, b)))
@@ -9,6 +9,9 @@
 //   a << s, a >> s: a shift by the type's width or more, or by a negative amount, gives 0, and
 //                  -1 for a negative a shifted right (the interpreter's semantics, ir/interp.cpp):
 //                    a << s -> where(ok, a << where(ok, s, 0), 0),   ok = 0 <= s < width
+//                  (an amount whose bounds lie in [0, width) needs nothing).
+//   max(a, b) on floats: NaN when either is (C's fmax and GLSL's max drop it, or may):
+//                    max(a, b) -> where(a != a | b < a, a, b)
 // A rewritten divisor or shift amount is where(_, 1, _) or where(_, _, 0), which the rules
 // recognize as already guarded, so the rewrite reaches a fixed point.
 #include "codegen/pipeline.hpp"
@@ -44,7 +47,7 @@ UOp guard_shift(const Match& m) {
   if (!is_int(d)) return {};
   if (s.op() == Ops::WHERE && s.src(2).is_const(0)) return {};  // guarded already
   const int64_t bits = d.itemsize() * 8;
-  if (s.is_const() && s.vmin() >= 0 && s.vmax() < bits) return {};
+  if (s.vmin() >= 0 && s.vmax() < bits) return {};
   const UOp zero = s.const_like(int64_t{0});
   UOp ok = s.lt(s.const_like(bits));
   if (!d.is_unsigned()) ok = ok.alu(Ops::AND, s.lt(zero).logical_not());
@@ -55,15 +58,24 @@ UOp guard_shift(const Match& m) {
   return ok.where(shifted, out_of_range);
 }
 
+UOp nan_max(const Match& m) {
+  const UOp& u = m.root();
+  if (u.dtype().count() != 1) return {};
+  return float_max(u.src(0), u.src(1));
+}
+
 const PatternMatcher pm_decompose({
     rule(UPat::ops(OpSet{Ops::IDIV, Ops::MOD}), guard_division),
     rule(UPat::ops(OpSet{Ops::SHL, Ops::SHR}), guard_shift),
+    rule(UPat::op(Ops::MAX).dtype(DTypeClass::floats), nan_max),
 });
 
 }  // namespace
 
+UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, b); }
+
 UOp decompose(const UOp& kernel, const Target& target) {
-  (void)target;  // every target has the same integer semantics
+  (void)target;  // every target has the same semantics
   return graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
 }
 

@@ -1,30 +1,13 @@
 // codegen: the GLSL printer's library — functions a shader gets only when it uses them
-// (NaN tests by the bits, NaN-propagating max, half conversions, our own transcendentals), in one
-// fixed order so the output is deterministic. Depends on nothing but language.hpp.
+// (NaN tests by the bits, half conversions, a sqrt that is NaN below zero), in one fixed order so
+// the output is deterministic. Depends on nothing but language.hpp.
 #pragma once
 
 #include <string>
 
 namespace vkgrad {
 
-enum GlslFunction : int {
-  kIsNanF,
-  kIsNanD,
-  kMaxF,
-  kMaxD,
-  kHalf,
-  kBf16,
-  kExp2F,
-  kLog2F,
-  kSqrtF,
-  kSinPoly,
-  kSinF,
-  kSinFD,
-  kExp2D,
-  kLog2D,
-  kSinD,
-  kNumGlslFunctions
-};
+enum GlslFunction : int { kIsNanF, kIsNanD, kHalf, kBf16, kSqrtF, kNumGlslFunctions };
 
 // Marks `h` used, with the helpers it calls.
 void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h);

@@ -8,6 +8,8 @@
 #include <limits>
 #include <vkgrad/error.hpp>
 
+#include "codegen/pipeline.hpp"
+
 namespace vkgrad {
 
 int64_t range_size(const UOp& r) {
@@ -141,6 +143,14 @@ std::string Linearizer::inline_expr(const UOp& e, const Names& names) const {
     local[u.get()] = alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
   }
   return operand(e, local);
+}
+
+std::string Linearizer::combine(Ops op, DType d, const std::string& a, const std::string& b) const {
+  if (op != Ops::MAX || !d.is_float()) return alu(op, d, d, {a, b}, nullptr);
+  // A float max is the decompose pass's graph, printed over two placeholders named a and b.
+  const UOp pa = UOp::make(Ops::NOOP, d, {}, int64_t{0}),
+            pb = UOp::make(Ops::NOOP, d, {}, int64_t{1});
+  return inline_expr(float_max(pa, pb), {{pa.get(), a}, {pb.get(), b}});
 }
 
 std::string Linearizer::range_end(const UOp& r) const {
@@ -279,8 +289,8 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   nest.insert(nest.end(), all.begin(), all.end());
   dep = emit_nest(nest, body, depth, out, names);
   const std::string cur = acc + dims_ref(all);
-  out += fmt::format("{}{} = {};\n", indent(dep), cur,
-                     alu(op, d, d, {cur, operand(r.src(0), names)}, nullptr));
+  out +=
+      fmt::format("{}{} = {};\n", indent(dep), cur, combine(op, d, cur, operand(r.src(0), names)));
   close(dep, depth, out);
   // Fold the unrolled accumulators.
   const std::string red = fmt::format("red{}", id);
@@ -290,8 +300,7 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   const std::string dst = red + dims_ref(outer);
   out += fmt::format("{}{} = {};\n", indent(dep), dst, identity(op, d));
   dep = emit_nest(unrolls, {}, dep, out, none);
-  out += fmt::format("{}{} = {};\n", indent(dep), dst,
-                     alu(op, d, d, {dst, acc + dims_ref(all)}, nullptr));
+  out += fmt::format("{}{} = {};\n", indent(dep), dst, combine(op, d, dst, acc + dims_ref(all)));
   close(dep, depth, out);
 }
 

@@ -1,7 +1,7 @@
 // codegen: the language-neutral half of rendering — turns an optimized kernel AST into scoped
 // loops (head, one block per reduction, the upcast epilogue) and asks a language subclass for
 // every type, literal, expression and loop header. render_c.cpp and render_glsl.cpp build on it.
-// Depends on ir only.
+// Depends on ir, and on decompose for the float max it combines MAX accumulators with.
 //
 // Loop structure (a kernel never nests reductions: the scheduler realizes those):
 //   [global ranges: loops (C) or the invocation index (GLSL), opened by the language]
@@ -82,6 +82,8 @@ class Linearizer {
   // An index expression that need not exist in the kernel (a vec4 index, a product of sizes),
   // rendered in one piece from `names`, constants, ranges and the kernel's variables.
   std::string inline_expr(const UOp& e, const Names& names) const;
+  // A reduction's accumulator `a` combined with `b` by `op` (a float MAX as decompose writes it).
+  std::string combine(Ops op, DType d, const std::string& a, const std::string& b) const;
   // A range's trip count: its constant, or its symbolic end in one piece.
   std::string range_end(const UOp& r) const;
   // The expression computing `u` from its operands' names.

@@ -43,6 +43,8 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
                                     : "NOOPT");
   k = run_pass("apply_opts", k, [&](const UOp& u) { return apply_opts(u, p.opts, target); });
   k = run_pass("fold_vectors", k, [&](const UOp& u) { return fold_vectors(u, target); });
+  k = run_pass("transcendentals", k,
+               [&](const UOp& u) { return decompose_transcendentals(u, target); });
   k = run_pass("decompose", k, [&](const UOp& u) { return decompose(u, target); });
   const bool gemm = p.opts.size() == 1 && p.opts[0].op == OptOp::GEMM;
   if (target.threads) plan_launch(k, p.opts, target, p);

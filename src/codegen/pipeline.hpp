@@ -24,9 +24,15 @@ UOp run_pass(std::string_view name, const UOp& in, const std::function<UOp(const
              bool check = false);
 
 // The passes, exposed for tests.
-// The integer semantics every target shares (division by zero, MIN / -1, shifts by the width or
-// more) as UOp rules, so renderers print plain operators (decompose.cpp).
+// exp2, log2 and sin that the target's language lacks (Target::native32/native64) as UOp graphs
+// of plain arithmetic, branch-free (transcendental.cpp).
+UOp decompose_transcendentals(const UOp& kernel, const Target& target);
+// The semantics every target shares (integer division by zero, MIN / -1, shifts by the width or
+// more, max of NaN) as UOp rules, so renderers print plain operators (decompose.cpp).
 UOp decompose(const UOp& kernel, const Target& target);
+// max(a, b) of floats as decompose writes it, NaN when either is (the printers combine MAX
+// reductions' accumulators with it too).
+UOp float_max(const UOp& a, const UOp& b);
 // Neighbouring loads and stores along a size-4 upcast range as vector accesses, on targets with
 // 4-wide vectors (vectorize.cpp).
 UOp fold_vectors(const UOp& kernel, const Target& target);

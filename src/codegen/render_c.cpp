@@ -4,10 +4,11 @@
 // first over [start, end): the thread pool's slice. Variables are read once from `vars`
 // (Program::vars order) into `var_<name>`, which loop bounds and expressions use.
 //
-// Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), integer division
-// by zero gives 0 instead of trapping, division truncates as C's does, float math is IEEE (no
-// fast-math; MAX propagates NaN), float16/bfloat16 are stored in their format and computed in
-// float32.
+// Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), division
+// truncates as C's does, float math is IEEE (no fast-math, no contraction), float16/bfloat16 are
+// stored in their format and computed in float32. Division guards, shifts and float max arrive
+// written out by decompose; exp2, log2 and sin reach the printer only where the target has them
+// natively (libm's, as GCC's builtins), the others arrive as arithmetic.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,23 +31,8 @@ typedef _Bool bool_t;
 static inline float vkg_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
 static inline uint32_t vkg_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
 )";
-constexpr const char* kPreludeTail =
-    R"(static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
-  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
-  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
-          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
-          + f * 1.5252733804059838e-05f))))));
-  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
-  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
-  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
-  return p * s1 * s2;
-}
-)";
-
 const std::string& prelude() {
-  static const std::string text = std::string(kPreludeHead) + kHalfConversions + kPreludeTail;
+  static const std::string text = std::string(kPreludeHead) + kHalfConversions;
   return text;
 }
 
@@ -151,15 +137,13 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
       if (d.is_bool()) return fmt::format("(!{})", s[0]);
       if (d.is_int()) return fmt::format("(({})(0 - ({}){}))", T, utype(d), s[0]);
       return fmt::format("(-{})", s[0]);
-    case Ops::MAX:
+    case Ops::MAX:  // a float max was written out by decompose
       if (d.is_bool()) return fmt::format("({} | {})", s[0], s[1]);
-      if (d.is_float()) return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
+      if (d.is_float()) break;
       return fmt::format("({0} > {1} ? {0} : {1})", s[0], s[1]);
     case Ops::WHERE:
       return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
-    case Ops::EXP2:  // float: a polynomial the loop vectorizer can vectorize (libm's cannot)
-      if (!f64) return fmt::format("vkg_exp2f({})", s[0]);
-      [[fallthrough]];
+    case Ops::EXP2:  // those the target has natively (the others were decomposed)
     case Ops::LOG2:
     case Ops::SIN:
     case Ops::SQRT:
@@ -171,8 +155,9 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
     case Ops::RECIPROCAL:
       return fmt::format("({} / {})", float_literal(1.0, d), s[0]);
     default:
-      throw InternalError(fmt::format("render_c: no C form for {}", op_name(op)));
+      break;
   }
+  throw InternalError(fmt::format("render_c: no C form for {} of {}", op_name(op), d.name()));
 }
 
 std::string cast_expr(DType from, DType to, const std::string& x) {

@@ -22,23 +22,17 @@
 // must then be 16-byte aligned.
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
-// in 32 bits and wrap after every operation, integer division by zero gives 0 and MIN / -1
-// wraps, division truncates and MOD takes the dividend's sign (never GLSL's `%` on signed
-// values), MAX propagates NaN, float16/bfloat16 are stored as uint16_t and every result is
-// rounded to them with bit-exact integer code. Literals are exact: floats that do not survive a
-// decimal round trip are written as their bits.
+// in 32 bits and wrap after every operation, division truncates and MOD takes the dividend's sign
+// (never GLSL's `%` on signed values), float16/bfloat16 are stored as uint16_t and every result
+// is rounded to them with bit-exact integer code. Division guards, shifts and float max arrive
+// written out by decompose. Literals are exact: floats that do not survive a decimal round trip
+// are written as their bits.
 //
-// Transcendentals: float32 sqrt and trunc are GLSL's; exp2, log2 and sin are our own, since GLSL
-// promises little (exp2: 3 + 2|x| ULP; log2: 2^-21 absolute near 1, which is 100% relative error
-// for log2(1 + 2^-22); sin: 2^-11 absolute on [-pi, pi] only). Vulkan's fma() may round its
-// product, so no reduction relies on it. Tolerances (checked by tests/tensor/test_devices.cpp
-// against double): float32 exp2 within 2 ULP (2^f by a degree-8 polynomial, |f| <= 0.5, then
-// ldexp), log2 within 3 ULP (frexp, atanh series to s^11), sin within 2 ULP for |x| < 1e5 where
-// the device has float64 (reduction by pi/2 in double, then Cephes' minimax polynomials on
-// [-pi/4, pi/4]), and for |x| < 8192 without it (three-part Cody-Waite in float). GLSL has no
-// float64 exp2/log2/sin, so they are ours too: exp2 within 2 ULP (degree-14 polynomial), log2
-// within 2 ULP (frexp, atanh series to s^21), sin within 2 ULP for |x| < 1e6 (fdlibm's medium
-// reduction with two 33-bit parts of pi/2, Taylor polynomials to degree 17/18).
+// Transcendentals: sqrt and trunc are GLSL's. exp2, log2 and sin arrive as arithmetic
+// (decompose_transcendentals), since GLSL promises little for float32 (exp2: 3 + 2|x| ULP; log2:
+// 2^-21 absolute near 1, which is 100% relative error for log2(1 + 2^-22); sin: 2^-11 absolute on
+// [-pi, pi] only) and has none for float64; GLSL's float32 ones are printed only for a target that
+// declares them native.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -345,27 +339,24 @@ class GlslRenderer : public Linearizer {
       case Ops::IDIV:
       case Ops::MOD:
         return divmod(op, d, s, u);
-      case Ops::MAX:
+      case Ops::MAX:  // a float max was written out by decompose
         if (d.is_bool()) return bin("||");
-        if (d.is_float()) {
-          use(f64 ? kMaxD : kMaxF);
-          return fmt::format("vkg_max{}({}, {})", f64 ? "d" : "f", s[0], s[1]);
-        }
+        if (d.is_float()) break;
         return fmt::format("max({}, {})", s[0], s[1]);
       case Ops::CMPLT:
         if (sd.is_bool()) return fmt::format("(!{} && {})", s[0], s[1]);
         return bin("<");
       case Ops::WHERE:
         return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
-      case Ops::EXP2:
-        use(f64 ? kExp2D : kExp2F);
-        return fmt::format("vkg_exp2{}({})", f64 ? "d" : "f", s[0]);
+      case Ops::EXP2:  // float32, where the target has them natively
       case Ops::LOG2:
-        use(f64 ? kLog2D : kLog2F);
-        return fmt::format("vkg_log2{}({})", f64 ? "d" : "f", s[0]);
       case Ops::SIN:
-        use(f64 ? kSinD : target_.float64 ? kSinFD : kSinF);
-        return fmt::format("vkg_sin{}({})", f64 ? "d" : "f", s[0]);
+        if (f64) break;
+        return fmt::format("{}({})",
+                           op == Ops::EXP2   ? "exp2"
+                           : op == Ops::LOG2 ? "log2"
+                                             : "sin",
+                           s[0]);
       case Ops::SQRT:
         if (f64) return fmt::format("sqrt({})", s[0]);
         use(kSqrtF);
@@ -375,8 +366,10 @@ class GlslRenderer : public Linearizer {
       case Ops::RECIPROCAL:
         return fmt::format("({} / {})", f64 ? "1.0lf" : "1.0", s[0]);
       default:
-        throw InternalError(fmt::format("render_glsl: no GLSL form for {}", op_name(op)));
+        break;
     }
+    throw InternalError(
+        fmt::format("render_glsl: no GLSL form for {} of {}", op_name(op), d.name()));
   }
   // Divisors are safe (decompose guarded zero and MIN / -1). GLSL's % is undefined for negative
   // operands (glslang emits a floored OpSMod): C's truncating remainder is written out.
@@ -575,12 +568,12 @@ class GlslRenderer : public Linearizer {
         {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
     emit_nodes(body, depth + 1, out, names);
     out += fmt::format("{}{} = {};\n", indent(depth + 1), acc,
-                       alu(op, d, d, {acc, operand(r.src(0), names)}, nullptr));
+                       combine(op, d, acc, operand(r.src(0), names)));
     out += fmt::format("{}}}\n", indent(depth));
     out += fmt::format("{}{}[lid] = {};\n{}barrier();\n", indent(depth), sh, acc, indent(depth));
     out += fmt::format("{0}for (int s = {1}; s > 0; s >>= 1) {{\n", indent(depth), local_ / 2);
     out += fmt::format("{}if (lid < s) {}[lid] = {};\n", indent(depth + 1), sh,
-                       alu(op, d, d, {sh + "[lid]", sh + "[lid + s]"}, nullptr));
+                       combine(op, d, sh + "[lid]", sh + "[lid + s]"));
     out += fmt::format("{}barrier();\n{}}}\n", indent(depth + 1), indent(depth));
     out += fmt::format("{}{} {} = {}[0];\n", indent(depth), T, red, sh);
   }

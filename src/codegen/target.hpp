@@ -38,6 +38,14 @@ struct Target {
   bool storage16 = true;  // int16, uint16, float16, bfloat16 buffers
   bool int64 = true;
   bool float64 = true;
+
+  // Transcendentals the language computes itself, accurately and fast enough; the others become
+  // arithmetic (decompose_transcendentals). float16 and bfloat16 compute in float32. By default
+  // none: a float64 one then needs int64 for its bit manipulation.
+  struct Native {
+    bool exp2 = false, log2 = false, sin = false;
+  };
+  Native native32, native64;
 };
 
 }  // namespace vkgrad

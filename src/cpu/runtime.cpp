@@ -247,6 +247,10 @@ Target host_target() {
   t.l2_bytes = 384 * 1024;
   t.panel_bytes = int64_t{4} << 20;
   t.gemm = true;
+  // libm's log2 and sin, and float64 exp2; float32 exp2 is our own: a libm call per element would
+  // keep the loop vectorizer from vectorizing softmax's exp.
+  t.native32 = {.exp2 = false, .log2 = true, .sin = true};
+  t.native64 = {.exp2 = true, .log2 = true, .sin = true};
   return t;
 }
 

@@ -1,7 +1,11 @@
 // tests/codegen: the decompose pass on hand-built UOps, no device — the guarded forms compute
 // what the reference interpreter defines (shifts at every amount; division except by zero, where
-// the interpreter refuses and the guarded form gives 0), and what needs no guard is left alone.
+// the interpreter refuses and the guarded form gives 0; float max), and what needs no guard is
+// left alone.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
@@ -52,6 +56,8 @@ TEST(Decompose, SafeOperandsAndIndexMathAreLeftAlone) {
   for (const UOp& e : {x.alu(Ops::IDIV, UOp::const_(dtypes::int32, int64_t{3})),
                        x.alu(Ops::MOD, UOp::const_(dtypes::int32, int64_t{-5})),
                        x.alu(Ops::SHL, UOp::const_(dtypes::int32, int64_t{31})),
+                       x.alu(Ops::SHR, x & UOp::const_(dtypes::int32, int64_t{31})),
+                       x.maximum(x + UOp::const_(dtypes::int32, int64_t{1})),
                        UOp::variable("i", 0, 100).alu(Ops::IDIV, UOp::variable("j", 0, 7))})
     EXPECT_EQ(decompose(e, kTarget), e);
   // A divisor of -1 is guarded on signed types, not on unsigned ones.
@@ -60,6 +66,29 @@ TEST(Decompose, SafeOperandsAndIndexMathAreLeftAlone) {
   // Decomposing twice changes nothing more.
   const UOp once = decompose(x.alu(Ops::SHR, x), kTarget);
   EXPECT_EQ(decompose(once, kTarget), once);
+}
+
+// max(a, b) of floats is NaN when either is, and otherwise the larger (b where they are equal,
+// so max(-0, +0) is +0 and max(+0, -0) is -0), as the interpreter's MAX.
+TEST(Decompose, FloatMaxPropagatesNaN) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<double> values = {nan, -inf, -1.5, -0.0, 0.0, 2.0, inf};
+  for (DType d : {dtypes::float32, dtypes::float64, dtypes::float16})
+    for (double a : values)
+      for (double b : values) {
+        const UOp e = UOp::const_(d, a).maximum(UOp::const_(d, b));
+        const UOp g = decompose(e, kTarget);
+        ASSERT_NE(g, e);
+        const double got = std::get<double>(evaluate(g));
+        if (std::isnan(a) || std::isnan(b)) {
+          EXPECT_TRUE(std::isnan(got)) << d.name() << " max(" << a << ", " << b << ")";
+          continue;
+        }
+        const double want = a > b ? a : b;
+        EXPECT_EQ(got, want) << d.name() << " max(" << a << ", " << b << ")";
+        EXPECT_EQ(std::signbit(got), std::signbit(want))
+            << d.name() << " max(" << a << ", " << b << ")";
+      }
 }
 
 }  // namespace

@@ -36,18 +36,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
-  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
-  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
-          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
-          + f * 1.5252733804059838e-05f))))));
-  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
-  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
-  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
-  return p * s1 * s2;
-}
 typedef float vkg_f32x16 __attribute__((vector_size(64)));
 static inline vkg_f32x16 vkg_fma16(float a, vkg_f32x16 b, vkg_f32x16 c) {
   vkg_f32x16 r;

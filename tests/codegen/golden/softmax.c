@@ -36,18 +36,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
-  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
-  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
-          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
-          + f * 1.5252733804059838e-05f))))));
-  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
-  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
-  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
-  return p * s1 * s2;
-}
 void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -59,11 +47,11 @@ void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
     for (int64_t ridx1 = 0; ridx1 < 10; ridx1++) {
       int64_t v1 = (v0 + ridx1);
       float v2 = data1[v1];
-      acc0 = vkg_maxf(acc0, v2);
+      acc0 = (((bool_t)((acc0 != acc0) | (v2 < acc0))) ? acc0 : v2);
     }
     float red0;
     red0 = (-__builtin_inff());
-    red0 = vkg_maxf(red0, acc0);
+    red0 = (((bool_t)((red0 != red0) | (acc0 < red0))) ? red0 : acc0);
     data0[gidx0] = red0;
   }
 }
@@ -105,18 +93,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
-  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
-  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
-          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
-          + f * 1.5252733804059838e-05f))))));
-  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
-  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
-  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
-  return p * s1 * s2;
-}
 void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -132,8 +108,42 @@ void r_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
       float v3 = data1[v2];
       float v4 = (v3 - v1);
       float v5 = (v4 * 0x1.715476p+0f);
-      float v6 = vkg_exp2f(v5);
-      acc0 = (acc0 + v6);
+      bool_t v6 = (v5 < -0x1.2ep+7f);
+      bool_t v7 = (0x1.02p+7f < v5);
+      float v8 = (v7 ? 0x1.02p+7f : v5);
+      float v9 = (v6 ? -0x1.2ep+7f : v8);
+      float v10 = (v9 + 0x1.8p+23f);
+      int32_t v11 = ({ float b_ = v10; int32_t r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      int32_t v12 = ((int32_t)((uint32_t)v11 + (uint32_t)((int32_t)-1262485504)));
+      int32_t v13 = ((int32_t)(v12 / ((int32_t)2)));
+      int32_t v14 = ((int32_t)((uint32_t)v13 * (uint32_t)((int32_t)-1)));
+      int32_t v15 = ((int32_t)((uint32_t)v11 + (uint32_t)v14));
+      int32_t v16 = ((int32_t)((uint32_t)v15 + (uint32_t)((int32_t)-1262485377)));
+      int32_t v17 = ((int32_t)((uint32_t)v16 << ((int32_t)23)));
+      float v18 = ({ int32_t b_ = v17; float r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      int32_t v19 = ((int32_t)((uint32_t)v13 + (uint32_t)((int32_t)127)));
+      int32_t v20 = ((int32_t)((uint32_t)v19 << ((int32_t)23)));
+      float v21 = ({ int32_t b_ = v20; float r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      float v22 = (v10 + -0x1.8p+23f);
+      float v23 = (v22 * -0x1p+0f);
+      float v24 = (v23 + v9);
+      float v25 = (v24 * 0x1.ffcbfcp-17f);
+      float v26 = (v25 + 0x1.430912p-13f);
+      float v27 = (v24 * v26);
+      float v28 = (v27 + 0x1.5d87fep-10f);
+      float v29 = (v24 * v28);
+      float v30 = (v29 + 0x1.3b2ab6p-7f);
+      float v31 = (v30 * v24);
+      float v32 = (v31 + 0x1.c6b08ep-5f);
+      float v33 = (v24 * v32);
+      float v34 = (v33 + 0x1.ebfbep-3f);
+      float v35 = (v34 * v24);
+      float v36 = (v35 + 0x1.62e43p-1f);
+      float v37 = (v36 * v24);
+      float v38 = (v37 + 0x1p+0f);
+      float v39 = (v21 * v38);
+      float v40 = (v18 * v39);
+      acc0 = (acc0 + v40);
     }
     float red0;
     red0 = 0x0p+0f;
@@ -179,18 +189,6 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
 }
-static inline float vkg_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline double vkg_maxd(double a, double b) { return (a != a || a > b) ? a : b; }
-static inline float vkg_exp2f(float x) {
-  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x, k = __builtin_rintf(c), f = c - k;
-  float p = 1.0f + f * (0.6931471805599453f + f * (0.2402265069591007f + f * (0.05550410866482158f
-          + f * (0.009618129107628477f + f * (0.0013333558146428443f + f * (0.00015403530393381608f
-          + f * 1.5252733804059838e-05f))))));
-  int32_t ki = k == k ? (int32_t)k : 0, k1 = ki / 2, k2 = ki - k1;
-  uint32_t u1 = (uint32_t)(k1 + 127) << 23, u2 = (uint32_t)(k2 + 127) << 23;
-  float s1, s2; __builtin_memcpy(&s1, &u1, 4); __builtin_memcpy(&s2, &u2, 4);
-  return p * s1 * s2;
-}
 void E_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
   float* restrict data0 = (float*)bufs[0];
   const float* restrict data1 = (const float*)bufs[1];
@@ -205,10 +203,44 @@ void E_4_10(void** bufs, const int64_t* vars, int64_t start, int64_t end) {
       float v3 = data2[gidx0];
       float v4 = (v2 - v3);
       float v5 = (v4 * 0x1.715476p+0f);
-      float v6 = vkg_exp2f(v5);
-      float v7 = data3[gidx0];
-      float v8 = (v6 / v7);
-      data0[v1] = v8;
+      bool_t v6 = (v5 < -0x1.2ep+7f);
+      bool_t v7 = (0x1.02p+7f < v5);
+      float v8 = (v7 ? 0x1.02p+7f : v5);
+      float v9 = (v6 ? -0x1.2ep+7f : v8);
+      float v10 = (v9 + 0x1.8p+23f);
+      int32_t v11 = ({ float b_ = v10; int32_t r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      int32_t v12 = ((int32_t)((uint32_t)v11 + (uint32_t)((int32_t)-1262485504)));
+      int32_t v13 = ((int32_t)(v12 / ((int32_t)2)));
+      int32_t v14 = ((int32_t)((uint32_t)v13 * (uint32_t)((int32_t)-1)));
+      int32_t v15 = ((int32_t)((uint32_t)v11 + (uint32_t)v14));
+      int32_t v16 = ((int32_t)((uint32_t)v15 + (uint32_t)((int32_t)-1262485377)));
+      int32_t v17 = ((int32_t)((uint32_t)v16 << ((int32_t)23)));
+      float v18 = ({ int32_t b_ = v17; float r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      int32_t v19 = ((int32_t)((uint32_t)v13 + (uint32_t)((int32_t)127)));
+      int32_t v20 = ((int32_t)((uint32_t)v19 << ((int32_t)23)));
+      float v21 = ({ int32_t b_ = v20; float r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; });
+      float v22 = (v10 + -0x1.8p+23f);
+      float v23 = (v22 * -0x1p+0f);
+      float v24 = (v23 + v9);
+      float v25 = (v24 * 0x1.ffcbfcp-17f);
+      float v26 = (v25 + 0x1.430912p-13f);
+      float v27 = (v24 * v26);
+      float v28 = (v27 + 0x1.5d87fep-10f);
+      float v29 = (v24 * v28);
+      float v30 = (v29 + 0x1.3b2ab6p-7f);
+      float v31 = (v24 * v30);
+      float v32 = (v31 + 0x1.c6b08ep-5f);
+      float v33 = (v24 * v32);
+      float v34 = (v33 + 0x1.ebfbep-3f);
+      float v35 = (v34 * v24);
+      float v36 = (v35 + 0x1.62e43p-1f);
+      float v37 = (v36 * v24);
+      float v38 = (v37 + 0x1p+0f);
+      float v39 = (v21 * v38);
+      float v40 = (v18 * v39);
+      float v41 = data3[gidx0];
+      float v42 = (v40 / v41);
+      data0[v1] = v42;
     }
   }
 }
