@@ -38,6 +38,11 @@ struct Target {
   bool storage16 = true;  // int16, uint16, float16, bfloat16 buffers
   bool int64 = true;
   bool float64 = true;
+
+  // Driver workarounds (found by the runtime, src/vk/quirks.hpp). opaque_narrowing: the
+  // driver folds double(float(x)) back to x, so a float64 -> float32 cast is rendered through
+  // an integer operation its optimizer cannot see through.
+  bool opaque_narrowing = false;
 };
 
 }  // namespace vkgrad
