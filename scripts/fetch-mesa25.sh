@@ -22,19 +22,23 @@ mkdir -p "$1"
 dest=$(cd "$1" && pwd)
 icd=$dest/lvp_icd.json
 
-# Already fetched: nothing to do (and no network needed).
-if [ -f "$icd" ] && [ -f "$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' "$icd")" ]; then
-  echo "fetch-mesa25: $icd ($(cat "$dest/version.txt" 2>/dev/null || echo unknown version))"
+# Already fetched (the manifest and the library it names): nothing to do, no network needed.
+fetched() {
+  [ -f "$icd" ] && [ -f "$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' "$icd")" ]
+}
+if fetched; then
+  echo "fetch-mesa25: $icd (mesa-vulkan-drivers $(cat "$dest/version.txt" 2>/dev/null || echo '?'))"
   exit 0
 fi
 
-# One fetch at a time per <dest> (ctest may start two build trees' fixtures together).
+# One fetch at a time per <dest>; a fetch that finished while this one waited is enough.
 exec 9>"$dest/.lock"
 flock 9
-if [ -f "$icd" ]; then
+if fetched; then
   echo "fetch-mesa25: $icd"
   exit 0
 fi
+rm -f "$icd"
 
 work=$dest/apt
 rm -rf "$work" "$dest/root" "$dest/unavailable.txt"
@@ -50,7 +54,9 @@ apt_opts=(
   -o "Acquire::http::Timeout=20"
 )
 # As root, apt hands downloads to the _apt user, who cannot write into a private directory.
-[ "$(id -u)" -eq 0 ] && apt_opts+=(-o "APT::Sandbox::User=root")
+if [ "$(id -u)" -eq 0 ]; then
+  apt_opts+=(-o "APT::Sandbox::User=root")
+fi
 
 unavailable() {
   {
