@@ -55,9 +55,11 @@ test-phases:
 	$(call phase,configure ci,cmake --preset ci)
 	$(call phase,build ci,cmake --build --preset ci)
 	$(call phase,test ci,ctest --preset ci -j$(CTEST_JOBS) --output-on-failure)
+	@cat build/ci/mesa25/unavailable.txt 2>/dev/null || true
 	$(call phase,configure asan-ubsan,cmake --preset asan-ubsan)
 	$(call phase,build asan-ubsan,cmake --build --preset asan-ubsan)
 	$(call phase,test asan-ubsan,ctest --preset asan-ubsan -j$(CTEST_JOBS) --output-on-failure -LE install)
+	@cat build/asan-ubsan/mesa25/unavailable.txt 2>/dev/null || true
 
 build: deps
 	$(call phase,configure dev,cmake --preset dev)

@@ -17,6 +17,9 @@ struct RuntimeStats {
   int64_t kernels_run = 0;          // kernel launches
   int64_t buffers_allocated = 0;    // device buffers allocated
   int64_t graph_replays = 0;        // Jit calls served by replaying a captured graph
+  int64_t graph_rerecords = 0;      // of those, replays that recorded their commands again
+                                    // (Vulkan: new buffers on a device without update-after-bind
+                                    // descriptors, new barriers, new variable values)
   double schedule_ms = 0;           // time spent scheduling (incl. cache lookups)
   double codegen_ms = 0;            // lowering, optimizing, rendering
   double compile_ms = 0;            // compiler + loading programs

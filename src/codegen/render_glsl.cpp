@@ -390,6 +390,13 @@ class GlslRenderer : public Linearizer {
       return fmt::format("vkg_bf2f(vkg_f2bf(float({})))", x);
     }
     const std::string T = glsl_type(to);
+    // Where the driver folds double(float(x)) to x, the narrowing goes through an xor with a
+    // zero it cannot prove zero (a workgroup id is below the workgroup count).
+    if (target_.opaque_narrowing && from.scalar() == dtypes::float64 && T == "float")
+      return fmt::format(
+          "uintBitsToFloat(floatBitsToUint(float({})) ^ uint(gl_WorkGroupID.x >= "
+          "gl_NumWorkGroups.x))",
+          x);
     if (to.is_float()) return fmt::format("{}({})", T, x);
     // To an integer. From floats, C on x86 converts through a wider signed integer, so a
     // negative value wraps into an unsigned type instead of being undefined.

@@ -46,6 +46,11 @@ struct Target {
     bool exp2 = false, log2 = false, sin = false;
   };
   Native native32, native64;
+
+  // Driver workarounds (found by the runtime, src/vk/quirks.hpp). opaque_narrowing: the
+  // driver folds double(float(x)) back to x, so a float64 -> float32 cast is rendered through
+  // an integer operation its optimizer cannot see through.
+  bool opaque_narrowing = false;
 };
 
 }  // namespace vkgrad

@@ -214,7 +214,7 @@ class CpuGraph final : public Graph {
     for (const KernelLaunch& l : launches)
       kernels_.push_back(static_cast<const CpuKernel*>(l.kernel));
   }
-  void replay(std::span<const KernelLaunch> launches) override {
+  bool replay(std::span<const KernelLaunch> launches) override {
     if (launches.size() != kernels_.size())
       throw InternalError(fmt::format("CPU graph: replay of {} kernels, {} captured",
                                       launches.size(), kernels_.size()));
@@ -223,6 +223,7 @@ class CpuGraph final : public Graph {
         throw InternalError(fmt::format("CPU graph: kernel {} differs from the captured one", i));
       CpuRuntime::launch(*kernels_[i], launches[i]);
     }
+    return false;
   }
 
  private:

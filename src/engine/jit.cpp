@@ -47,11 +47,12 @@ void CapturedGraph::replay(const std::unordered_map<void*, void*>& substitute,
   std::vector<std::unique_lock<std::mutex>> held;
   held.reserve(locks_.size());
   for (std::mutex* m : locks_) held.emplace_back(*m);
-  graph_->replay(launches);
+  const bool recorded = graph_->replay(launches);
   held.clear();
   count_graph_replay(
       static_cast<int64_t>(launches.size()),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+      recorded);
 }
 
 }  // namespace vkgrad::engine

@@ -45,9 +45,10 @@ std::vector<RecordedRun>* set_run_recorder(std::vector<RecordedRun>* recorder) {
 }
 std::vector<RecordedRun>* run_recorder() { return t_recorder; }
 
-void count_graph_replay(int64_t kernels, double run_ms) {
+void count_graph_replay(int64_t kernels, double run_ms, bool recorded) {
   std::lock_guard s(g_stats_mu);
   ++g_stats.graph_replays;
+  g_stats.graph_rerecords += recorded ? 1 : 0;
   g_stats.kernels_run += kernels;
   g_stats.run_ms += run_ms;
 }

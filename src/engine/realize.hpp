@@ -63,7 +63,7 @@ struct RecordedRun {
 // (it still runs them). Returns the recorder it replaces; nullptr removes it.
 std::vector<RecordedRun>* set_run_recorder(std::vector<RecordedRun>* recorder);
 std::vector<RecordedRun>* run_recorder();
-// Counts one graph replay of `kernels` launches in RuntimeStats.
-void count_graph_replay(int64_t kernels, double run_ms);
+// Counts one graph replay of `kernels` launches in RuntimeStats (`recorded`: it recorded again).
+void count_graph_replay(int64_t kernels, double run_ms, bool recorded);
 
 }  // namespace vkgrad::engine

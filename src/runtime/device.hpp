@@ -36,8 +36,9 @@ class Graph {
  public:
   virtual ~Graph() = default;
   // `launches` must name the captured kernels in the captured order (else InternalError); their
-  // buffers and variable values may differ from the captured ones. Returns when all are done.
-  virtual void replay(std::span<const KernelLaunch> launches) = 0;
+  // buffers and variable values may differ from the captured ones. Returns when all are done:
+  // true if the replay had to record its commands again (counted in RuntimeStats).
+  virtual bool replay(std::span<const KernelLaunch> launches) = 0;
 };
 
 class Runtime {

@@ -189,4 +189,10 @@ std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& 
   return spirv;
 }
 
+std::vector<uint32_t> glsl_to_spirv_uncached(const std::string& name, const std::string& source) {
+  std::vector<uint32_t> spirv = compile(name, source, Variant::descriptors);
+  if (spirv_validation_on()) validate(name, spirv, source);
+  return spirv;
+}
+
 }  // namespace vkgrad::vk

@@ -22,6 +22,9 @@ enum class Variant { descriptors, device_address };
 // rules when VKGRAD_VALIDATION=1 or VKGRAD_SPIRV_VAL=1; prints the disassembly under DEBUG>=6.
 std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source,
                                     Variant variant);
+// The same compile (descriptor variant) without the disk cache or the counters: for the device
+// probes of quirks.hpp, which must not show in the compiles tests count.
+std::vector<uint32_t> glsl_to_spirv_uncached(const std::string& name, const std::string& source);
 
 // <cache root>/vk (codegen/disk_cache.hpp: $VKGRAD_CACHE_DIR, else $XDG_CACHE_HOME/vkgrad, ...).
 std::filesystem::path cache_dir();

@@ -468,7 +468,7 @@ class CommandGraph final : public Graph {
   }
   ~CommandGraph() override { release(); }
 
-  void replay(std::span<const KernelLaunch> launches) override {
+  bool replay(std::span<const KernelLaunch> launches) override {
     if (launches.size() != launches_.size())
       throw InternalError(fmt::format("{}: graph replay of {} kernels, {} captured",
                                       ex_->device->name(), launches.size(), launches_.size()));
@@ -501,6 +501,7 @@ class CommandGraph final : public Graph {
       record(needed);
     }
     ex_->queue.wait(ex_->queue.submit(cmds_));
+    return rerecord;
   }
 
  private:

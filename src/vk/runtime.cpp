@@ -13,6 +13,7 @@
 #include "vk/device.hpp"
 #include "vk/execute.hpp"
 #include "vk/pipeline.hpp"
+#include "vk/quirks.hpp"
 #include "vk/vk.hpp"
 
 namespace vkgrad::vk {
@@ -21,7 +22,7 @@ AtomicCounters g_counters;
 
 namespace {
 
-Target target_for(const Caps& c) {
+Target target_for(const Caps& c, const Quirks& q) {
   const VkPhysicalDeviceLimits& l = c.props.limits;
   Target t;
   t.language = Target::Language::glsl;
@@ -37,6 +38,7 @@ Target target_for(const Caps& c) {
   t.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
   t.max_shared_bytes = l.maxComputeSharedMemorySize;
   t.max_push_bytes = l.maxPushConstantsSize;
+  t.opaque_narrowing = q.narrowing_cast;
   return t;
 }
 
@@ -71,7 +73,9 @@ void main() { data[gl_GlobalInvocationID.x] += 1.0; }
 class VulkanRuntime final : public Runtime {
  public:
   explicit VulkanRuntime(std::shared_ptr<Executor> ex)
-      : ex_(std::move(ex)), target_(target_for(ex_->device->caps)) {}
+      : ex_(std::move(ex)),
+        quirks_(find_quirks(*ex_)),
+        target_(target_for(ex_->device->caps, quirks_)) {}
   ~VulkanRuntime() override {
     if (bare_buffer_ != nullptr) ex_->memory.free(bare_buffer_);
     ex_->pipelines->save();
@@ -80,8 +84,10 @@ class VulkanRuntime final : public Runtime {
   std::string name() const override { return ex_->device->name(); }
   std::string describe() const override {
     const Device& d = *ex_->device;
-    return fmt::format("{}\n  {}\n  caches: {} (SPIR-V and pipelines){}",
-                       describe_caps(d.index, d.caps), ex_->memory.describe(), cache_dir().string(),
+    return fmt::format("{}\n  quirks: {}\n  {}\n  caches: {} (SPIR-V and pipelines){}",
+                       describe_caps(d.index, d.caps),
+                       quirks_.found.empty() ? "none" : quirks_.found, ex_->memory.describe(),
+                       cache_dir().string(),
                        Instance::get().validation ? "\n  validation layer on" : "");
   }
 
@@ -132,6 +138,7 @@ class VulkanRuntime final : public Runtime {
 
  private:
   std::shared_ptr<Executor> ex_;
+  Quirks quirks_;
   Target target_;
   std::mutex bare_mu_;
   std::shared_ptr<Kernel> bare_kernel_;

@@ -130,6 +130,25 @@ TEST(RenderGlsl, MissingFeaturesThrowDTypeError) {
   EXPECT_THROW(render(input({4}, dtypes::float16) + input({4}, dtypes::float16), t), DTypeError);
 }
 
+// The narrowing_cast quirk (src/vk/quirks.hpp): a float64 -> float32 cast goes through an xor
+// with a zero the driver cannot prove zero; other casts render as before, and the GLSL compiles.
+TEST(RenderGlsl, OpaqueNarrowingCasts) {
+  Target t = full_target();
+  t.opaque_narrowing = true;
+  const Tensor x = input({8}, dtypes::float64).cast(dtypes::float32).cast(dtypes::float64);
+  const std::string plain = render(x)[0].source, opaque = render(x, t)[0].source;
+  const std::string xor_zero = "^ uint(gl_WorkGroupID.x >= gl_NumWorkGroups.x)";
+  EXPECT_FALSE(contains(plain, xor_zero)) << plain;
+  EXPECT_TRUE(contains(opaque, "uintBitsToFloat(floatBitsToUint(float(")) << opaque;
+  EXPECT_TRUE(contains(opaque, xor_zero)) << opaque;
+  const Tensor y = input({8}, dtypes::float32).cast(dtypes::float64) +
+                   input({8}, dtypes::float64).cast(dtypes::float16).cast(dtypes::float64);
+  EXPECT_EQ(render(y)[0].source, render(y, t)[0].source);
+  if (have_glsl_tools()) {
+    EXPECT_EQ(validate_glsl_all({{"opaque narrowing", opaque}}), "");
+  }
+}
+
 // Every op on every dtype renders to GLSL that glslang compiles and spirv-val accepts. Ops are
 // chained so that a few kernels per dtype cover them all (an op the dtype lacks is skipped).
 TEST(RenderGlsl, EveryOpAndDtypeCompiles) {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <random>
@@ -194,6 +195,10 @@ TEST_F(VulkanTest, GraphReplaysWithNewBuffersWithoutRecording) {
   // replay with other buffers records again, cheaply; with them it only rewrites descriptors.
   const bool update_after_bind =
       rt->describe().find("update-after-bind descriptors yes") != std::string::npos;
+  // Set where the driver is known to have them (Mesa 25's lavapipe, tests/vk/on_mesa25.sh).
+  if (std::getenv("VKGRAD_EXPECT_UPDATE_AFTER_BIND") != nullptr) {
+    ASSERT_TRUE(update_after_bind) << rt->describe();
+  }
   const auto first = make(1.0f), second = make(5.0f);
   const Counters c0 = counters();
   auto graph = rt->capture(launches(first));
@@ -375,6 +380,47 @@ TEST_F(VulkanTest, FallbackPaths) {
   EXPECT_EQ(got, std::vector<float>(n, 7.0f));
   graph.reset();
   for (void* p : b) plain->free(p);
+}
+
+// Driver quirks (quirks.hpp): probed when a device first opens in a process, without touching
+// the counters tests read, or forced on or off by VKGRAD_VK_QUIRKS.
+TEST(VulkanQuirks, ProbesAreNotCounted) {
+  const int64_t messages = validation_messages();
+  const Counters c0 = counters();
+  const std::string d = make_runtime(-1)->describe();
+  const Counters c1 = counters();
+  EXPECT_EQ(c1.spirv_compiled, c0.spirv_compiled);
+  EXPECT_EQ(c1.spirv_cache_hits, c0.spirv_cache_hits);
+  EXPECT_EQ(c1.pipelines_created, c0.pipelines_created);
+  EXPECT_EQ(c1.dispatches, c0.dispatches);
+  const size_t at = d.find("\n  quirks: ");
+  ASSERT_NE(at, std::string::npos) << d;
+  const std::string line = d.substr(at + 3, d.find('\n', at + 1) - at - 3);
+  std::printf("%s\n", line.c_str());  // for the log: which driver needs what
+  // A probed quirk says what the driver got wrong.
+  if (line.find("(probe") != std::string::npos) {
+    EXPECT_THAT(line, HasSubstr("came back"));
+  }
+  EXPECT_EQ(validation_messages(), messages);
+}
+
+TEST_F(VulkanTest, QuirksCanBeForcedOnAndOff) {
+  auto open_with = [](const char* quirks) {
+    ::setenv("VKGRAD_VK_QUIRKS", quirks, 1);
+    std::string described;
+    try {
+      described = make_runtime(-1)->describe();
+    } catch (const DeviceError& e) {
+      described = e.what();
+    }
+    ::unsetenv("VKGRAD_VK_QUIRKS");
+    return described;
+  };
+  EXPECT_THAT(open_with("narrowing_cast"), HasSubstr("quirks: narrowing_cast (VKGRAD_VK_QUIRKS)"));
+  EXPECT_THAT(open_with(" -narrowing_cast "),
+              HasSubstr("quirks: narrowing_cast off (VKGRAD_VK_QUIRKS)"));
+  EXPECT_THAT(open_with("narrowing_cast,warp_drive"),
+              HasSubstr("unknown quirk 'warp_drive' (known: narrowing_cast"));
 }
 
 TEST(VulkanSwitches, UnknownNamesAreRefused) {

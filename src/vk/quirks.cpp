@@ -1,0 +1,178 @@
+// vk: the driver-bug probes and VKGRAD_VK_QUIRKS (see quirks.hpp).
+#include "vk/quirks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+#include <vkgrad/error.hpp>
+
+#include "vk/compile.hpp"
+#include "vk/vk_check.hpp"
+
+namespace vkgrad::vk {
+namespace {
+
+// What VKGRAD_VK_QUIRKS says about one quirk: nothing (probe it), on or off.
+using Forced = std::optional<bool>;
+
+Forced forced_narrowing_cast() {
+  const char* list = env("VKGRAD_VK_QUIRKS");
+  Forced forced;
+  std::string_view rest = list != nullptr ? list : "";
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view word = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
+    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
+    if (word.empty()) continue;
+    const bool on = word.front() != '-';
+    if (!on) word.remove_prefix(1);
+    if (word != "narrowing_cast")
+      throw DeviceError(fmt::format(
+          "VKGRAD_VK_QUIRKS: unknown quirk '{}' (known: narrowing_cast; '-name' turns one off)",
+          word));
+    forced = on;
+  }
+  return forced;
+}
+
+// Runs `source` (one storage buffer of doubles, read and written in place; one workgroup) on
+// `data`. It uses the device's queue and memory but none of the counted paths (SPIR-V cache,
+// pipeline cache, run()), so tests that count compiles and dispatches never see it.
+void run_probe(Executor& ex, const char* name, const char* source, std::vector<double>& data) {
+  const Device& d = *ex.device;
+  const std::vector<uint32_t> spirv = glsl_to_spirv_uncached(name, source);
+  const Layout& layout = ex.pipelines->layout(Binding::descriptor_sets, 1, 0);
+  const size_t bytes = data.size() * sizeof(double);
+
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  Allocation* buffer = nullptr;
+  struct Cleanup {
+    const Device& d;
+    Executor& ex;
+    VkShaderModule& module;
+    VkPipeline& pipeline;
+    VkDescriptorPool& pool;
+    Allocation*& buffer;
+    ~Cleanup() {
+      if (buffer != nullptr) ex.memory.free(buffer);
+      if (pool != VK_NULL_HANDLE) vkDestroyDescriptorPool(d.handle, pool, nullptr);
+      if (pipeline != VK_NULL_HANDLE) vkDestroyPipeline(d.handle, pipeline, nullptr);
+      if (module != VK_NULL_HANDLE) vkDestroyShaderModule(d.handle, module, nullptr);
+    }
+  } cleanup{d, ex, module, pipeline, pool, buffer};
+
+  VkShaderModuleCreateInfo module_info{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = spirv.size() * sizeof(uint32_t);
+  module_info.pCode = spirv.data();
+  vk_check(vkCreateShaderModule(d.handle, &module_info, nullptr, &module), "vkCreateShaderModule");
+  VkComputePipelineCreateInfo info{.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module;
+  info.stage.pName = "main";
+  info.layout = layout.pipeline;
+  vk_check(vkCreateComputePipelines(d.handle, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline),
+           "vkCreateComputePipelines");
+
+  buffer = ex.memory.alloc(bytes);
+  ex.memory.write(*buffer, data.data(), bytes);
+  pool = ex.make_descriptor_pool(1, 1);
+  VkDescriptorSetAllocateInfo alloc{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  alloc.descriptorPool = pool;
+  alloc.descriptorSetCount = 1;
+  alloc.pSetLayouts = &layout.set;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  vk_check(vkAllocateDescriptorSets(d.handle, &alloc, &set), "vkAllocateDescriptorSets");
+  const VkDescriptorBufferInfo range{buffer->block->buffer, buffer->offset, buffer->reserved};
+  VkWriteDescriptorSet write{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  write.dstSet = set;
+  write.descriptorCount = 1;
+  write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  write.pBufferInfo = &range;
+  vkUpdateDescriptorSets(d.handle, 1, &write, 0, nullptr);
+
+  {
+    std::lock_guard lock(ex.queue.mu);
+    ex.queue.run_once([&](VkCommandBuffer cmd) {
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout.pipeline, 0, 1, &set, 0,
+                              nullptr);
+      vkCmdDispatch(cmd, 1, 1, 1);
+      VkMemoryBarrier b{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      b.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &b, 0,
+                           nullptr, 0, nullptr);
+    });
+  }
+  ex.memory.read(data.data(), *buffer, bytes);
+}
+
+// double(float(x)) in one shader, written as the renderer writes a fused cast chain: the
+// doubles must come back rounded to float (2.7 -> 2.7000000476837158, 1e40 -> inf).
+constexpr double kNarrowingInputs[] = {2.7, 1e40, -1e-50, 0.1};
+constexpr const char* kNarrowingProbe = R"(#version 450
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0, std430) buffer Data { double data[]; };
+void main() {
+  uint i = gl_LocalInvocationID.x;
+  precise float f = float(data[i]);
+  precise double d = double(f);
+  data[i + 4u] = d;
+}
+)";
+
+// Empty when the driver rounds, else what it returned (for describe()).
+std::string probe_narrowing_cast(Executor& ex) {
+  constexpr size_t n = std::size(kNarrowingInputs);
+  std::vector<double> data(2 * n, 0.0);
+  std::copy(std::begin(kNarrowingInputs), std::end(kNarrowingInputs), data.begin());
+  run_probe(ex, "probe_narrowing_cast", kNarrowingProbe, data);
+  for (size_t i = 0; i < n; ++i) {
+    const double want = static_cast<double>(static_cast<float>(kNarrowingInputs[i]));
+    if (std::memcmp(&want, &data[n + i], sizeof(double)) != 0)
+      return fmt::format("double(float({})) came back {:.17g}, not {:.17g}", kNarrowingInputs[i],
+                         data[n + i], want);
+  }
+  return {};
+}
+
+}  // namespace
+
+Quirks find_quirks(Executor& ex) {
+  Quirks q;
+  const Forced forced = forced_narrowing_cast();
+  if (forced) {
+    q.narrowing_cast = *forced;
+    q.found =
+        *forced ? "narrowing_cast (VKGRAD_VK_QUIRKS)" : "narrowing_cast off (VKGRAD_VK_QUIRKS)";
+    return q;
+  }
+  // Without float64 in kernels there is no such cast to get wrong.
+  if (!ex.device->caps.use_fp64) return q;
+  // Once per physical device: the answer is the driver's, and opening a device is frequent
+  // in tests.
+  static std::mutex mu;
+  static std::map<VkPhysicalDevice, std::string> probed;
+  std::lock_guard lock(mu);
+  auto it = probed.find(ex.device->physical);
+  if (it == probed.end()) it = probed.emplace(ex.device->physical, probe_narrowing_cast(ex)).first;
+  if (!it->second.empty()) {
+    q.narrowing_cast = true;
+    q.found = "narrowing_cast (probe: " + it->second + ")";
+  }
+  return q;
+}
+
+}  // namespace vkgrad::vk
