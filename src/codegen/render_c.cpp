@@ -370,10 +370,11 @@ class CRenderer : public Linearizer {
       open("kk", "0", ks);
       line(depth, bind_k);
       open("w", "0", ws);
-      std::string bind_w = table ? "" : bind(w_ranges, w_flat);
-      for (const UOp& r : table ? w_ranges : std::vector<UOp>{})
-        bind_w +=
-            fmt::format("{0}const int64_t {1} = w_{1}[w];", bind_w.empty() ? "" : " ", name_of(r));
+      std::string bind_w;
+      if (!table) bind_w = bind(w_ranges, w_flat);
+      for (size_t i = 0; table && i < w_ranges.size(); ++i)
+        bind_w += fmt::format("{0}const int64_t {1} = w_{1}[w];", i == 0 ? "" : " ",
+                              name_of(w_ranges[i]));
       line(depth, bind_w);
       Names names;
       emit_nodes(needed(
@@ -414,8 +415,9 @@ class CRenderer : public Linearizer {
       // A where it lies: a pointer per row of the panel at this k block (rows past the edge
       // read row 0; their results are never stored).
       line(depth, fmt::format("const float* ar[{}];", p.mr));
+      clamp("mr", "mc - ir", p.mr);
       const int base = depth;
-      open("w", "0", fmt::format("(mc - ir < {0} ? mc - ir : {0})", p.mr));
+      open("w", "0", "mr");
       line(depth, bind(p.m, "ic + ir + w"));
       Names names;
       emit_nodes(needed(
@@ -424,7 +426,7 @@ class CRenderer : public Linearizer {
       line(depth, fmt::format("ar[w] = data{} + {} + pc;", p.a.src(0).src(0).arg_as<int64_t>(),
                               operand(p.a_rows, names)));
       close_to(base);
-      open("w", fmt::format("(mc - ir < {0} ? mc - ir : {0})", p.mr), std::to_string(p.mr));
+      open("w", "mr", std::to_string(p.mr));
       line(depth, "ar[w] = ar[0];");
       close_to(base);
     } else {

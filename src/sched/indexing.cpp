@@ -64,6 +64,21 @@ UOp flatten(const std::vector<UOp>& idx, const Shape& shape) {
   return flat;
 }
 
+// The row-major index in `shape` of the flat index `flat` (dimensions of size 1 read 0). The
+// outermost index needs no modulo: flat < numel (which also keeps a symbolic view of a buffer from
+// wrapping at the size the buffer had when it was captured).
+std::vector<UOp> unflatten(const UOp& flat, const Shape& shape) {
+  std::vector<UOp> idx(shape.size());
+  UOp stride = idx_const(1);
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    idx[i] = shape[i] == 1 ? idx_const(0)
+             : i == 0      ? flat / stride
+                           : (flat / stride) % lazy::dim_uop(shape[i]);
+    stride = times_dim(stride, shape[i]);
+  }
+  return idx;
+}
+
 // A reshape without symbolic dimensions, group by group: the dimensions of size other than 1
 // of `out` and `in` are cut into the shortest runs of equal element count, and each run maps on
 // its own — one dimension to one of the same size is the same index, any other run is flattened
@@ -98,17 +113,12 @@ std::optional<std::vector<UOp>> reshape_by_groups(const std::vector<UOp>& idx, c
     if (i_end - i == 1 && o_end - o == 1) {
       nidx[i] = idx[o];
     } else {
-      UOp flat = idx_const(0), stride = idx_const(1);
-      for (size_t k = o_end; k-- > o;) {
-        if (out[k] != 1) flat = flat + idx[k] * stride;
-        stride = times_dim(stride, out[k]);
-      }
-      stride = idx_const(1);
-      for (size_t k = i_end; k-- > i;) {
-        // The run's outermost index needs no modulo: the flat index is below the run's count.
-        if (in[k] != 1) nidx[k] = k == i ? flat / stride : (flat / stride) % idx_const(in[k]);
-        stride = times_dim(stride, in[k]);
-      }
+      const auto o0 = static_cast<std::ptrdiff_t>(o), o1 = static_cast<std::ptrdiff_t>(o_end);
+      const auto i0 = static_cast<std::ptrdiff_t>(i), i1 = static_cast<std::ptrdiff_t>(i_end);
+      const std::vector<UOp> digits = unflatten(
+          flatten({idx.begin() + o0, idx.begin() + o1}, {out.begin() + o0, out.begin() + o1}),
+          {in.begin() + i0, in.begin() + i1});
+      std::copy(digits.begin(), digits.end(), nidx.begin() + i0);
     }
     i = i_end;
     o = o_end;
@@ -147,18 +157,7 @@ UOp lower_index(const Match& m) {
       const Shape& in = (*ctx.shapes)(n.src(0));
       if (auto nidx = reshape_by_groups(idx, out_shape, in))
         return index_node(n.src(0), valid, std::move(*nidx));
-      std::vector<UOp> nidx(in.size());
-      const UOp flat = flatten(idx, out_shape);
-      UOp stride = idx_const(1);
-      for (int i = static_cast<int>(in.size()) - 1; i >= 0; --i) {
-        // The outermost index needs no modulo: flat < numel (which also keeps a symbolic
-        // view of a buffer from wrapping at the size the buffer had when it was captured).
-        nidx[i] = in[i] == 1 ? idx_const(0)
-                  : i == 0   ? flat / stride
-                             : (flat / stride) % lazy::dim_uop(in[i]);
-        stride = times_dim(stride, in[i]);
-      }
-      return index_node(n.src(0), valid, std::move(nidx));
+      return index_node(n.src(0), valid, unflatten(flatten(idx, out_shape), in));
     }
     case Ops::PERMUTE: {
       const IntTuple& order = n.arg_as<IntTuple>();

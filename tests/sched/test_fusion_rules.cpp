@@ -9,37 +9,10 @@
 
 #include "sched/lazy.hpp"
 #include "sched/schedule.hpp"
+#include "schedules.hpp"
 
 namespace vkgrad {
 namespace {
-
-UOp input(const Shape& shape) {
-  const UOp b = lazy::buffer(dtypes::float32, lazy::prod(shape), "CPU");
-  return shape.size() == 1 ? b : lazy::reshape(b, shape);
-}
-
-Schedule schedule_of(const UOp& root) {
-  return build_schedule(normalize_graph(std::span<const UOp>(&root, 1)).key);
-}
-
-std::vector<Shape> kernel_shapes(const Schedule& s) {
-  std::vector<Shape> out;
-  for (const ScheduleKernel& k : s.kernels) out.push_back(k.global_shape);
-  return out;
-}
-
-// Per kernel: the trip counts of its reductions' ranges.
-std::vector<std::vector<int64_t>> reduce_trips(const Schedule& s) {
-  std::vector<std::vector<int64_t>> out;
-  for (const ScheduleKernel& k : s.kernels) {
-    std::vector<int64_t>& trips = out.emplace_back();
-    for (const UOp& u : toposort(k.ast))
-      if (u.op() == Ops::REDUCE)
-        for (size_t i = 1; i < u.src().size(); ++i)
-          trips.push_back(std::get<int64_t>(u.src(i).src(0).const_value()));
-  }
-  return out;
-}
 
 // Whether a kernel gates any load with a valid mask (a padded read).
 bool has_masked_load(const ScheduleKernel& k) {

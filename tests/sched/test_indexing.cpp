@@ -7,18 +7,10 @@
 
 #include "sched/lazy.hpp"
 #include "sched/schedule.hpp"
+#include "schedules.hpp"
 
 namespace vkgrad {
 namespace {
-
-UOp input(const Shape& shape) {
-  const UOp b = lazy::buffer(dtypes::float32, lazy::prod(shape), "CPU");
-  return shape.size() == 1 ? b : lazy::reshape(b, shape);
-}
-
-Schedule schedule_of(const UOp& root) {
-  return build_schedule(normalize_graph(std::span<const UOp>(&root, 1)).key);
-}
 
 int divisions(const UOp& ast) {
   int n = 0;

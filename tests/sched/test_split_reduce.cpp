@@ -9,15 +9,10 @@
 #include "sched/lazy.hpp"
 #include "sched/schedule.hpp"
 #include "sched/split_reduce.hpp"
+#include "schedules.hpp"
 
 namespace vkgrad {
 namespace {
-
-// An input of `shape`: a buffer seen in that shape.
-UOp input(const Shape& shape) {
-  const UOp b = lazy::buffer(dtypes::float32, lazy::prod(shape), "CPU");
-  return shape.size() == 1 ? b : lazy::reshape(b, shape);
-}
 
 std::vector<int64_t> every_axis(const UOp& x) {
   std::vector<int64_t> axes(lazy::shape_of(x).size());
@@ -26,28 +21,6 @@ std::vector<int64_t> every_axis(const UOp& x) {
 }
 
 UOp sum(const UOp& x) { return lazy::reduce(x, Ops::ADD, every_axis(x)); }
-
-UOp key_of(const UOp& root) { return normalize_graph(std::span<const UOp>(&root, 1)).key; }
-Schedule schedule_of(const UOp& root) { return build_schedule(key_of(root)); }
-
-std::vector<Shape> kernel_shapes(const Schedule& s) {
-  std::vector<Shape> out;
-  for (const ScheduleKernel& k : s.kernels) out.push_back(k.global_shape);
-  return out;
-}
-
-// Per kernel: the trip counts of the ranges its reductions run over.
-std::vector<std::vector<int64_t>> reduce_trips(const Schedule& s) {
-  std::vector<std::vector<int64_t>> out;
-  for (const ScheduleKernel& k : s.kernels) {
-    std::vector<int64_t>& trips = out.emplace_back();
-    for (const UOp& u : toposort(k.ast))
-      if (u.op() == Ops::REDUCE)
-        for (size_t i = 1; i < u.src().size(); ++i)
-          trips.push_back(std::get<int64_t>(u.src(i).src(0).const_value()));
-  }
-  return out;
-}
 
 using Shapes = std::vector<Shape>;
 using Trips = std::vector<std::vector<int64_t>>;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,26 @@ std::vector<double> ref_conv2d(const std::vector<double>& x, const std::vector<d
   });
 }
 
+// Each case's conv2d on `device` against ref_conv2d, from random inputs seeded from `seed` on.
+void expect_conv2d(std::span<const ConvCase> cases, uint64_t seed, const std::string& device) {
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE("conv2d x" + str(c.x) + " w" + str(c.w) + " stride " + std::to_string(c.stride.h) +
+                 " padding " + std::to_string(c.padding.h) + " dilation " +
+                 std::to_string(c.dilation.h) + " groups " + std::to_string(c.groups));
+    const std::vector<double> x = rand32(numel_of(c.x), -1, 1, seed++);
+    const std::vector<double> w = rand32(numel_of(c.w), -1, 1, seed++);
+    const std::vector<double> b = rand32(c.w[0], -1, 1, seed++);
+    Shape out;
+    const std::vector<double> want = ref_conv2d(x, w, b, c, out);
+    std::optional<Tensor> bias;
+    if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, device);
+    Tensor got = make_tensor(x, c.x, dtypes::float32, device)
+                     .conv2d(make_tensor(w, c.w, dtypes::float32, device), bias, c.stride,
+                             c.padding, c.dilation, c.groups);
+    expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
+  }
+}
+
 TEST_P(NnTest, Conv2d) {
   const ConvCase cases[] = {
       // stride, padding, dilation and groups together, pairs differing per dimension, bias
@@ -237,21 +258,7 @@ TEST_P(NnTest, Conv2d) {
       // kernel as large as the padded input
       {{2, 2, 3, 3}, {1, 2, 5, 5}, 1, 1, 1, 1, false},
   };
-  uint64_t seed = 50;
-  for (const ConvCase& c : cases) {
-    SCOPED_TRACE("conv2d x" + str(c.x) + " w" + str(c.w));
-    const std::vector<double> x = rand32(numel_of(c.x), -1, 1, seed++);
-    const std::vector<double> w = rand32(numel_of(c.w), -1, 1, seed++);
-    const std::vector<double> b = rand32(c.w[0], -1, 1, seed++);
-    Shape out;
-    const std::vector<double> want = ref_conv2d(x, w, b, c, out);
-    std::optional<Tensor> bias;
-    if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, dev());
-    Tensor got = make_tensor(x, c.x, dtypes::float32, dev())
-                     .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride, c.padding,
-                             c.dilation, c.groups);
-    expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
-  }
+  expect_conv2d(cases, 50, dev());
 }
 
 TEST_P(NnTest, Conv2dEveryShapeKind) {
@@ -275,23 +282,7 @@ TEST_P(NnTest, Conv2dEveryShapeKind) {
       {{1, 32, 14, 14}, {24, 32, 3, 3}, 1, 1, 1, 1, false},
       {{1, 3, 40, 40}, {16, 3, 7, 7}, 2, 3, 1, 1, false},
   };
-  uint64_t seed = 150;
-  for (const ConvCase& c : cases) {
-    SCOPED_TRACE("conv2d x" + str(c.x) + " w" + str(c.w) + " stride " + std::to_string(c.stride.h) +
-                 " padding " + std::to_string(c.padding.h) + " dilation " +
-                 std::to_string(c.dilation.h) + " groups " + std::to_string(c.groups));
-    const std::vector<double> x = rand32(numel_of(c.x), -1, 1, seed++);
-    const std::vector<double> w = rand32(numel_of(c.w), -1, 1, seed++);
-    const std::vector<double> b = rand32(c.w[0], -1, 1, seed++);
-    Shape out;
-    const std::vector<double> want = ref_conv2d(x, w, b, c, out);
-    std::optional<Tensor> bias;
-    if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, dev());
-    Tensor got = make_tensor(x, c.x, dtypes::float32, dev())
-                     .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride, c.padding,
-                             c.dilation, c.groups);
-    expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
-  }
+  expect_conv2d(cases, 150, dev());
 }
 
 TEST_P(NnTest, Conv2dFusedEpilogues) {
