@@ -16,11 +16,12 @@
 //   few outputs, long reductions (outputs < 4096, reduce size >= 256, shared memory): GROUP, one
 //                 workgroup of up to 256 lanes per output, fewer where shared memory is short.
 //   matmul-like:  a register tile without shared memory, the innermost output axis by 8 as 2 x 4
-//                 (the 4 innermost: vec4 loads of the reused operand) and another output axis by
-//                 8 or 4, one that the loads along the innermost axis ignore where there is one
-//                 (a matmul's rows, a conv's output channels, not its output rows: every load
-//                 then feeds 8 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile
-//                 31).
+//                 where it divides (the 4 innermost: vec4 loads of the reused operand) and
+//                 another output axis by 8 or 4, one that the loads along the innermost axis
+//                 ignore where there is one (a matmul's rows, a conv's output channels, not its
+//                 output rows: every load then feeds 8 multiply-adds) (lavapipe: naive 2.1
+//                 GFLOPS, 4x4 tile 12, 8x8 tile 31); then LOCAL lanes along the axes the other
+//                 operand's loads ignore, so that its loads are uniform per workgroup.
 // A symbolic axis is never split: no factor divides an unknown size.
 #include <algorithm>
 
@@ -82,27 +83,53 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
       return {{OptOp::GROUP, 0, lanes}};
   }
+  if (G == 0 || !has_reuse(info, info.globals.back())) return {};
+  const UOp& last = info.globals.back();
+  std::vector<int64_t> left;
+  for (const UOp& g : info.globals) left.push_back(range_size(g));
   std::vector<Opt> opts;
-  if (n > 0 && n % 4 == 0 && has_reuse(info, info.globals.back())) {
-    opts.push_back({OptOp::UPCAST, G - 1, 4});
-    if (n % 8 == 0) opts.push_back({OptOp::UPCAST, G - 1, 2});
-    // The second axis: preferably one that the loads along the innermost axis ignore (a
-    // conv's output channels, a matmul's rows), so that both operands are reused; else any
-    // with reuse.
-    auto factor = [&](int g) {
-      const int64_t m = range_size(info.globals[g]);
-      return m <= 0 ? 1 : m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : 1;
-    };
-    int second = -1;
-    for (int g = G - 2; g >= 0 && second < 0; --g)
-      if (factor(g) > 1 && reuses_across(info, info.globals.back(), info.globals[g])) second = g;
-    for (int g = G - 2; g >= 0 && second < 0; --g)
-      if (factor(g) > 1 && has_reuse(info, info.globals[g])) second = g;
-    if (second >= 0) opts.push_back({OptOp::UPCAST, second, factor(second)});
+  auto upcast = [&](int g, int64_t f) {
+    opts.push_back({OptOp::UPCAST, g, f});
+    left[static_cast<size_t>(g)] /= f;
+  };
+  if (n > 0 && n % 4 == 0) {
+    upcast(G - 1, 4);
+    if (n % 8 == 0) upcast(G - 1, 2);
+  }
+  // The second axis: preferably one that the loads along the innermost axis ignore (a conv's
+  // output channels, a matmul's rows), so that both operands are reused; else any with reuse.
+  auto factor = [&](int g) {
+    const int64_t m = range_size(info.globals[g]);
+    return m <= 0 ? 1 : m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : 1;
+  };
+  int second = -1;
+  for (int g = G - 2; g >= 0 && second < 0; --g)
+    if (factor(g) > 1 && reuses_across(info, last, info.globals[g])) second = g;
+  for (int g = G - 2; g >= 0 && second < 0 && !opts.empty(); --g)
+    if (factor(g) > 1 && has_reuse(info, info.globals[g])) second = g;
+  if (second >= 0) upcast(second, factor(second));
+  if (opts.empty() || !target.grid) return opts;
+  // The workgroup: lanes along the axes that every load ignoring the innermost axis ignores too
+  // (a conv's output pixels, a matmul's columns), innermost first, up to 64 lanes, so that
+  // those loads (the weights) are uniform across the workgroup: the reused axes stay on the grid.
+  int64_t lanes = 1;
+  const int64_t budget = std::min<int64_t>(64, target.max_workgroup_invocations);
+  int dims = 0;
+  for (int g = G - 1; g >= 0 && dims < 3; --g) {
+    const bool free = std::all_of(
+        info.load_indices.begin(), info.load_indices.end(),
+        [&](const UOp& idx) { return mentions(idx, last) || !mentions(idx, info.globals[g]); });
+    const int64_t m = left[static_cast<size_t>(g)];
+    if (!free || m < 2) continue;
+    int64_t d = std::min(m, budget / lanes);
+    while (d > 1 && m % d != 0) --d;
+    if (d < 2) continue;
+    opts.push_back({OptOp::LOCAL, g, d});
+    lanes *= d;
+    ++dims;
   }
   return opts;
 }
-
 }  // namespace
 
 std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target) {

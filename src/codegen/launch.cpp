@@ -1,13 +1,24 @@
 // codegen: the launch of a kernel on a threads target (see plan_launch in pipeline.hpp).
 //
-// Every global range is flattened into one invocation index, so the workgroup is one-dimensional:
-// local_size = {X, 1, 1}, X from LOCAL, else 64 (a multiple of every common subgroup size) halved
-// while half still covers the whole index space; a grouped reduction gives each workgroup one
-// output and X = GROUP's lanes. The grid is 2-D/3-D where one dimension would exceed the device's
-// maxComputeWorkGroupCount; invocations past the end return early.
+// Two shapes:
+// - A grid (a kernel with LOCAL axes, constant sizes and no grouped reduction): each LOCAL range
+//   is a dimension of the workgroup (SPECIAL "lidx0..2", the innermost axis's x) and the global
+//   ranges are the workgroup's coordinates in the grid (SPECIAL "gidx0..2": the innermost global
+//   axis is x, the next y, the rest share z as digits). A load whose index mentions no LOCAL
+//   range then reads the same element in every invocation of a workgroup: a matmul's or a
+//   conv's weights, uniform where the heuristics put the output channels on the grid, which a
+//   GPU serves as one broadcast access and lavapipe as one scalar load instead of a per-lane
+//   gather.
+// - Otherwise every range is a digit of one flat invocation index, so the workgroup is
+//   one-dimensional: local_size = {X, 1, 1}, X = 64 (a multiple of every common subgroup size)
+//   halved while half still covers the whole index space; a grouped reduction gives each
+//   workgroup one output and X = GROUP's lanes. The grid is 2-D/3-D where one dimension would
+//   exceed the device's maxComputeWorkGroupCount; invocations past the end return early. A
+//   kernel with LOCAL axes whose grid exceeds the device's limits falls back to this shape.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
@@ -17,16 +28,96 @@
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
+namespace {
+
+struct Ranges {
+  std::vector<UOp> globals, locals;  // by id
+  bool grouped = false;
+};
+Ranges launch_ranges(const UOp& kernel) {
+  Ranges r;
+  for (const UOp& u : toposort(kernel)) {
+    if (u.op() != Ops::RANGE) continue;
+    const AxisType t = u.arg_as<AxisArg>().type;
+    if (t == AxisType::global) r.globals.push_back(u);
+    if (t == AxisType::local) r.locals.push_back(u);
+    r.grouped = r.grouped || t == AxisType::group_reduce;
+  }
+  auto by_id = [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  };
+  std::sort(r.globals.begin(), r.globals.end(), by_id);
+  std::sort(r.locals.begin(), r.locals.end(), by_id);
+  return r;
+}
+
+// The grid shape of a kernel with LOCAL axes, or nothing where the flat shape applies.
+struct Grid {
+  std::array<std::vector<UOp>, 3> dims;  // global ranges per grid dimension, outermost first
+  std::array<UOp, 3> locals;             // the LOCAL range of each workgroup dimension, or null
+  std::array<uint32_t, 3> groups{1, 1, 1}, local_size{1, 1, 1};
+};
+std::optional<Grid> grid_of(const Ranges& r, const Target& target) {
+  if (!target.grid || r.locals.empty() || r.grouped || r.locals.size() > 3) return std::nullopt;
+  Grid g;
+  int64_t invocations = 1;
+  for (size_t i = 0; i < r.locals.size(); ++i) {
+    const UOp& l = r.locals[r.locals.size() - 1 - i];  // the innermost is x
+    const int64_t n = range_size(l);
+    if (n < 1 || n > target.max_workgroup_size[i]) return std::nullopt;
+    invocations *= n;
+    g.locals[i] = l;
+    g.local_size[i] = static_cast<uint32_t>(n);
+  }
+  if (invocations > target.max_workgroup_invocations) return std::nullopt;
+  size_t dim = 0;
+  for (size_t i = r.globals.size(); i-- > 0;) {
+    const int64_t n = range_size(r.globals[i]);
+    if (n < 1) return std::nullopt;
+    if (n == 1) continue;
+    g.dims[dim].insert(g.dims[dim].begin(), r.globals[i]);
+    const int64_t count = int64_t{g.groups[dim]} * n;
+    if (count > target.max_group_count[dim]) return std::nullopt;
+    g.groups[dim] = static_cast<uint32_t>(count);
+    dim = std::min<size_t>(dim + 1, 2);
+  }
+  return g;
+}
+
+// `ranges` as digits of `index` (outermost first, the outermost without the modulo).
+void digits_of(const UOp& index, const std::vector<UOp>& ranges,
+               std::unordered_map<UOp, UOp, UOpHash>& with) {
+  UOp inner = UOp::const_(dtypes::index, int64_t{1});
+  for (size_t i = ranges.size(); i-- > 0;) {
+    UOp digit = inner.is_const(1) ? index : index / simplify(inner);
+    if (i > 0) digit = digit % ranges[i].src(0);
+    with.emplace(ranges[i], digit);
+    inner = inner * ranges[i].src(0);
+  }
+}
+
+// The flat shape's ranges: every global and LOCAL range, in id order.
+std::vector<UOp> flat_ranges(const Ranges& r) {
+  std::vector<UOp> all = r.globals;
+  all.insert(all.end(), r.locals.begin(), r.locals.end());
+  std::sort(all.begin(), all.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
+  });
+  return all;
+}
+
+}  // namespace
 
 void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target,
                  Program& p) {
-  const std::vector<UOp> globals = collect_ranges(kernel).globals;
-  bool grouped = false;
-  for (const UOp& u : toposort(kernel))
-    grouped =
-        grouped || (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::group_reduce);
+  const Ranges r = launch_ranges(kernel);
+  if (const std::optional<Grid> g = grid_of(r, target)) {
+    p.local_size = g->local_size;
+    p.groups = g->groups;
+    return;
+  }
   UOp total = UOp::const_(dtypes::index, int64_t{1});
-  for (const UOp& g : globals) total = total * g.src(0);
+  for (const UOp& g : flat_ranges(r)) total = total * g.src(0);
   total = simplify(total);
   const int64_t max_total = total.vmax();
   if (max_total > INT32_MAX) throw DeviceError("VULKAN: a kernel's index space must fit in int32");
@@ -37,34 +128,44 @@ void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& 
   int64_t local = std::min<int64_t>(64, target.max_workgroup_invocations);
   while (local > 1 && local / 2 >= max_total) local /= 2;
   for (const Opt& o : opts)
-    if (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) local = o.amount;
-  if (grouped &&
+    if (o.op == OptOp::GROUP) local = o.amount;
+  if (r.grouped &&
       std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; }))
     throw InternalError("plan_launch: a grouped reduction without its GROUP opt");
   p.local_size = {static_cast<uint32_t>(local), 1, 1};
-  const int64_t groups = grouped ? max_total : (max_total + local - 1) / local;
+  const int64_t groups = r.grouped ? max_total : (max_total + local - 1) / local;
   p.groups = group_grid(groups, target.max_group_count);
-  if (!total.is_const()) p.launch_size = grouped ? total : simplify((total + (local - 1)) / local);
+  if (!total.is_const())
+    p.launch_size = r.grouped ? total : simplify((total + (local - 1)) / local);
 }
 
-// Every global range becomes its digit of the flat invocation index SPECIAL("gid") (outermost
-// first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost without the modulo); once the
-// pipeline simplifies the index math, a store to r0 * n1 + r1 is a store to gid.
+// The grid shape: LOCAL ranges become SPECIAL("lidx<d>"), global ranges SPECIAL("gidx<d>") or
+// its digits. The flat shape: every range becomes its digit of the flat invocation index
+// SPECIAL("gid") (outermost first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost
+// without the modulo); once the pipeline simplifies the index math, a store to r0 * n1 + r1 is a
+// store to gid.
 UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (!target.threads) return kernel;
-  const std::vector<UOp> globals = collect_ranges(kernel).globals;
-  if (globals.empty()) return kernel;
-  UOp total = UOp::const_(dtypes::index, int64_t{1});
-  for (const UOp& g : globals) total = total * g.src(0);
-  const UOp gid = UOp::special("gid", simplify(total));
+  const Ranges r = launch_ranges(kernel);
   std::unordered_map<UOp, UOp, UOpHash> with;
-  UOp inner = UOp::const_(dtypes::index, int64_t{1});
-  for (size_t i = globals.size(); i-- > 0;) {
-    UOp digit = inner.is_const(1) ? gid : gid / simplify(inner);
-    if (i > 0) digit = digit % globals[i].src(0);
-    with.emplace(globals[i], digit);
-    inner = inner * globals[i].src(0);
+  if (const std::optional<Grid> g = grid_of(r, target)) {
+    for (int d = 0; d < 3; ++d) {
+      if (g->locals[d])
+        with.emplace(g->locals[d], UOp::special(fmt::format("lidx{}", d), g->locals[d].src(0)));
+      if (!g->dims[d].empty())
+        digits_of(UOp::special(fmt::format("gidx{}", d),
+                               UOp::const_(dtypes::index, int64_t{g->groups[d]})),
+                  g->dims[d], with);
+    }
+    for (const UOp& u : r.globals)
+      if (range_size(u) == 1) with.emplace(u, UOp::const_(dtypes::index, int64_t{0}));
+    return substitute(kernel, with);
   }
+  const std::vector<UOp> all = flat_ranges(r);
+  if (all.empty()) return kernel;
+  UOp total = UOp::const_(dtypes::index, int64_t{1});
+  for (const UOp& u : all) total = total * u.src(0);
+  digits_of(UOp::special("gid", simplify(total)), all, with);
   return substitute(kernel, with);
 }
 

@@ -108,8 +108,9 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   for (const UOp& r : info.globals) left.push_back(range_size(r));
   for (const UOp& r : info.reduces) left.push_back(range_size(r));
   std::map<int64_t, std::pair<UOp, Inner>> splits;  // by range id
-  int64_t upcast = 1;
-  bool local = false, group = false;
+  int64_t upcast = 1, lanes = 1;
+  std::vector<int> local_axes;
+  bool group = false;
   for (const Opt& o : opts) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
@@ -124,11 +125,15 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
       if (size < 0) fail("the axis's size is symbolic");
       if (o.amount < 2 || size % o.amount != 0)
         fail(fmt::format("the amount must be at least 2 and divide the axis's size, {}", size));
-      if (upcast * o.amount > kMaxUpcast)
-        fail(fmt::format("more than {} values per invocation", kMaxUpcast));
-      if (group) fail("a grouped reduction takes no upcast or unroll");
+      if (group) fail("a grouped reduction takes no other action");
+      if (type == AxisType::local) {
+        lanes *= o.amount;
+      } else {
+        if (upcast * o.amount > kMaxUpcast)
+          fail(fmt::format("more than {} values per invocation", kMaxUpcast));
+        upcast *= o.amount;
+      }
       size /= o.amount;
-      upcast *= o.amount;
       auto& [r, inner] = splits[range.arg_as<AxisArg>().id];
       r = range;
       inner.insert(inner.begin(), {o.amount, type});  // outside earlier splits of the axis
@@ -144,21 +149,25 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         split(info.reduces[r], left[G + r], AxisType::unroll);
         break;
       }
-      case OptOp::LOCAL:
+      case OptOp::LOCAL: {
         if (!target.threads) fail("the target launches no workgroups");
-        if (o.axis != G - 1) fail(fmt::format("LOCAL takes the innermost global axis, {}", G - 1));
-        if (local) fail("the workgroup size is already set");
-        if (group) fail("a grouped reduction's workgroup is its GROUP");
-        if (!power_of_two(o.amount) || o.amount > target.max_workgroup_invocations)
-          fail(fmt::format("the amount must be a power of two up to {}",
+        if (!target.grid) fail("the target launches no grid of workgroups");
+        const int g = axis_of(G, "global");
+        if (std::find(local_axes.begin(), local_axes.end(), g) != local_axes.end())
+          fail("the axis is already split by LOCAL");
+        if (local_axes.size() == 3) fail("a workgroup has at most three dimensions");
+        if (lanes * o.amount > target.max_workgroup_invocations)
+          fail(fmt::format("more than {} invocations per workgroup",
                            target.max_workgroup_invocations));
-        local = true;
+        local_axes.push_back(g);
+        split(info.globals[g], left[g], AxisType::local);
         break;
+      }
       case OptOp::GROUP:
         if (!target.local_memory) fail("the target has no shared memory");
         if (R == 0) fail("the kernel has no reduction");
         axis_of(1, "first reduce");
-        if (group || local || upcast > 1) fail("GROUP takes no other action besides it");
+        if (group || !splits.empty()) fail("GROUP takes no other action besides it");
         if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
           fail(fmt::format("the amount must be a power of two from 2 to {}",
                            target.max_workgroup_invocations));

@@ -12,8 +12,12 @@
 //                  A second UPCAST of the same axis goes outside the first.
 //   UNROLL(r, n):  reduce axis r becomes (N/n, reduce) * n + u (n, unroll): n independent
 //                  accumulators, folded after the loop.
-//   LOCAL(g, n):   n invocations per workgroup (threads targets; g must be the innermost global
-//                  axis: the launch is one flat index).
+//   LOCAL(g, n):   global axis g of size N becomes (N/n, global) * n + l (n, local): n
+//                  neighbouring outputs computed by the invocations of one workgroup (threads
+//                  targets; up to three axes, one workgroup dimension each, the innermost LOCAL
+//                  axis x). Loads that mention no LOCAL range are uniform across the workgroup.
+//                  Before an UPCAST of the same axis it puts the lanes inside the upcast
+//                  (adjacent lanes, adjacent outputs), after it outside.
 //   GROUP(0, n):   the reduction is split over a workgroup of n lanes that fold their partial
 //                  results in shared memory (targets with local memory; every reduce axis takes
 //                  part, so the axis is 0); one workgroup per output.

@@ -1,8 +1,9 @@
 // codegen: render a kernel AST as a Vulkan GLSL 450 compute shader (the loop structure is the
 // shared one, linearize.hpp).
 //
-// Launch (planned by plan_launch; gpu_dims made the global ranges digits of SPECIAL("gid")): the
-// printer defines the flat invocation index
+// Launch (planned by plan_launch and made SPECIALs by gpu_dims, launch.cpp): on a grid,
+// gidx<d> and lidx<d> are gl_WorkGroupID and gl_LocalInvocationID's coordinates. Otherwise the
+// global ranges are digits of SPECIAL("gid") and the printer defines the flat invocation index
 //   gid = (gl_WorkGroupID.x + gl_WorkGroupID.y * groups.x + gl_WorkGroupID.z * groups.x *
 //          groups.y) * local_size.x + gl_LocalInvocationID.x
 // and padding invocations return.
@@ -163,42 +164,60 @@ class GlslRenderer : public Linearizer {
     check_features();
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
     // for a symbolic index space, the per-launch size.
-    // gid: the flat invocation index (gpu_dims), its size the kernel's index space.
+    // gid: the flat invocation index (gpu_dims), its size the kernel's index space; or the
+    // grid's coordinates gidx<d> and lidx<d>.
     UOp total = UOp::const_(dtypes::index, int64_t{1});
+    std::vector<UOp> grid;
     for (const UOp& u : topo_)
-      if (u.op() == Ops::SPECIAL) total = u.src(0);
+      if (u.op() == Ops::SPECIAL) {
+        if (u.arg_as<std::string>() == "gid")
+          total = u.src(0);
+        else
+          grid.push_back(u);
+      }
     const bool symbolic = !total.is_const();
     local_ = p.local_size[0];
-    const int64_t launched =
-        int64_t{p.groups[0]} * p.groups[1] * p.groups[2] * (grouped_ ? 1 : int64_t{local_});
-    const bool padded = launched != total.vmax();
-    // Variables are push constants, read once.
     std::string body;
+    // Variables are push constants, read once.
     for (size_t i = 0; i < vars_.size(); ++i) {
       const std::string T = glsl_type(vars_[i].dtype());
       body += fmt::format(
           "  {} {} = {};\n", T, var_names_[i],
           T == "int" ? fmt::format("pc.vars[{}]", i) : fmt::format("{}(pc.vars[{}])", T, i));
     }
-    // A symbolic launch's grid is chosen per launch: the shader reads its shape.
-    const std::string wg =
-        symbolic           ? "int(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
-                             "gl_NumWorkGroups.y * gl_WorkGroupID.z))"
-        : p.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
-        : p.groups[2] == 1
-            ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", p.groups[0])
-            : fmt::format(
-                  "(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {} + "
-                  "int(gl_WorkGroupID.z) * {})",
-                  p.groups[0], p.groups[0] * p.groups[1]);
-    if (grouped_) {
-      body += fmt::format("  int gid = {};\n", wg);
-      body += "  int lid = int(gl_LocalInvocationID.x);\n";
+    if (!grid.empty()) {
+      std::sort(grid.begin(), grid.end(), [](const UOp& a, const UOp& b) {
+        return a.arg_as<std::string>() < b.arg_as<std::string>();
+      });
+      for (const UOp& u : grid) {
+        const std::string& n = u.arg_as<std::string>();
+        const char* builtin = n[0] == 'g' ? "gl_WorkGroupID" : "gl_LocalInvocationID";
+        body += fmt::format("  int {} = int({}.{});\n", n, builtin, "xyz"[n.back() - '0']);
+      }
     } else {
-      body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local_);
+      const int64_t launched =
+          int64_t{p.groups[0]} * p.groups[1] * p.groups[2] * (grouped_ ? 1 : int64_t{local_});
+      const bool padded = launched != total.vmax();
+      // A symbolic launch's grid is chosen per launch: the shader reads its shape.
+      const std::string wg =
+          symbolic           ? "int(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + "
+                               "gl_NumWorkGroups.y * gl_WorkGroupID.z))"
+          : p.groups[1] == 1 ? "int(gl_WorkGroupID.x)"
+          : p.groups[2] == 1
+              ? fmt::format("(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {})", p.groups[0])
+              : fmt::format(
+                    "(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {} + "
+                    "int(gl_WorkGroupID.z) * {})",
+                    p.groups[0], p.groups[0] * p.groups[1]);
+      if (grouped_) {
+        body += fmt::format("  int gid = {};\n", wg);
+        body += "  int lid = int(gl_LocalInvocationID.x);\n";
+      } else {
+        body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local_);
+      }
+      if (padded || symbolic)
+        body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
     }
-    if (padded || symbolic)
-      body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
     emit_body(1, body);
 
     // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
@@ -219,8 +238,8 @@ class GlslRenderer : public Linearizer {
     src +=
         "#ifdef VKG_BDA\n#extension GL_EXT_buffer_reference : require\n"
         "#extension GL_EXT_buffer_reference_uvec2 : require\n#endif\n";
-    src +=
-        fmt::format("layout(local_size_x = {}, local_size_y = 1, local_size_z = 1) in;\n", local_);
+    src += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
+                       p.local_size[0], p.local_size[1], p.local_size[2]);
     std::string bda, bound;
     for (const UOp& b : bufs) {
       const int64_t slot = b.arg_as<int64_t>();
@@ -443,14 +462,20 @@ class GlslRenderer : public Linearizer {
   std::string load(const UOp& ld, const Names& names) const override {
     const UOp& idx = ld.src(0);
     const DType d = ld.dtype();
+    // A gated load reads element 0 where its gate is off and selects zero after the load with
+    // mix(), which glslang emits as OpSelect: a load inside a conditional (GLSL's ?: evaluates
+    // one side) becomes a branch, which lavapipe runs as a masked per-lane loop and a GPU as
+    // divergent control flow. (mix has no 64-bit integer form: those keep the conditional.)
+    const bool gated = idx.src().size() > 2;
+    const std::string gate = gated ? operand(idx.src(2), names) : "";
+    const std::string at = gated ? fmt::format("({} ? {} : 0)", gate, operand(idx.src(1), names))
+                                 : operand(idx.src(1), names);
     if (d.count() > 1) {  // a vector load (fold_vectors) through the buffer's vec4 alias
-      const std::string x =
-          fmt::format("data{}_v4[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
-      if (idx.src().size() < 3) return x;
-      return fmt::format("({} ? {} : {}(0))", operand(idx.src(2), names), x, vec4_type(d));
+      const std::string x = fmt::format("data{}_v4[{}]", idx.src(0).arg_as<int64_t>(), at);
+      if (!gated) return x;
+      return fmt::format("mix({}(0), {}, bvec4({}))", vec4_type(d), x, gate);
     }
-    std::string x =
-        fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
+    std::string x = fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), at);
     switch (d.scalar_type()) {
       case ScalarType::bool_:
         x = fmt::format("(uint({}) != 0u)", x);
@@ -474,9 +499,10 @@ class GlslRenderer : public Linearizer {
       default:
         break;
     }
-    if (idx.src().size() > 2)
-      x = fmt::format("({} ? {} : {})", operand(idx.src(2), names), x, zero_of(d));
-    return x;
+    if (!gated) return x;
+    if (d.scalar().itemsize() == 8 && d.is_int())
+      return fmt::format("({} ? {} : {})", gate, x, zero_of(d));
+    return fmt::format("mix({}, {}, {})", zero_of(d), x, gate);
   }
   std::string to_storage(DType d, const std::string& v) const {
     switch (d.scalar_type()) {

@@ -26,8 +26,10 @@ struct Target {
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
   bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
   bool local_memory = false;   // shared memory and barriers: grouped reductions (Opt GROUP)
+  bool grid = false;           // multi-dimensional workgroups on a 3-D grid (Opt LOCAL)
   uint32_t subgroup_size = 1;  // (read by no pass yet: for searches and subgroup reductions)
   uint32_t max_workgroup_invocations = 1;
+  uint32_t max_workgroup_size[3] = {1, 1, 1};  // per dimension (x, y, z)
   uint32_t max_group_count[3] = {1, 1, 1};
   uint32_t max_shared_bytes = 0;
   uint32_t max_push_bytes = 0;

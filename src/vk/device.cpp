@@ -42,6 +42,7 @@ Switches read_switches() {
       {"timestamps", &Switches::timestamps},
       {"timeline", &Switches::timeline},
       {"shared_reduce", &Switches::shared_reduce},
+      {"grid", &Switches::grid},
       {"update_after_bind", &Switches::update_after_bind},
       {"mapped", &Switches::mapped},
   };
@@ -326,6 +327,7 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   c.use_update_after_bind =
       c.f12.descriptorBindingStorageBufferUpdateAfterBind && sw.update_after_bind;
   c.use_shared_reduce = sw.shared_reduce;
+  c.use_grid = sw.grid;
   c.use_mapped = sw.mapped;
   c.use_subgroup_extended_types = c.f12.shaderSubgroupExtendedTypes;
   return c;
@@ -402,11 +404,12 @@ std::string describe_caps(int index, const Caps& c) {
                        : " (not in compute shaders)");
   s += fmt::format(
       "\n  shared memory {}; workgroup up to {} invocations, size {}x{}x{}, count "
-      "{}x{}x{}; grouped reductions in shared memory {}",
+      "{}x{}x{}; grouped reductions in shared memory {}; workgroup grids (Opt LOCAL) {}",
       bytes_text(l.maxComputeSharedMemorySize), l.maxComputeWorkGroupInvocations,
       l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2],
       l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1], l.maxComputeWorkGroupCount[2],
-      c.use_shared_reduce ? "yes" : "off (VKGRAD_VK_DISABLE)");
+      c.use_shared_reduce ? "yes" : "off (VKGRAD_VK_DISABLE)",
+      c.use_grid ? "yes" : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format(
       "\n  buffers: maxStorageBufferRange {}, maxMemoryAllocationSize {}, buffer "
       "device address {} (larger buffers {})",

@@ -33,8 +33,12 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.int64 = c.use_int64;
   t.float64 = c.use_fp64;
   t.local_memory = c.use_shared_reduce;
+  t.grid = c.use_grid;
   t.subgroup_size = c.p11.subgroupSize;
-  for (int i = 0; i < 3; ++i) t.max_group_count[i] = l.maxComputeWorkGroupCount[i];
+  for (int i = 0; i < 3; ++i) {
+    t.max_group_count[i] = l.maxComputeWorkGroupCount[i];
+    t.max_workgroup_size[i] = l.maxComputeWorkGroupSize[i];
+  }
   t.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
   t.max_shared_bytes = l.maxComputeSharedMemorySize;
   t.max_push_bytes = l.maxPushConstantsSize;

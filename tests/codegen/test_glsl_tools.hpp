@@ -22,12 +22,13 @@ namespace vkgrad {
 inline Target full_target() {
   Target t;
   t.language = Target::Language::glsl;
-  t.threads = t.local_memory = true;
+  t.threads = t.local_memory = t.grid = true;
   t.vector_floats = 4;
   t.storage8 = t.storage16 = t.int64 = t.float64 = true;
   t.subgroup_size = 8;
   t.max_workgroup_invocations = 1024;
   for (uint32_t& n : t.max_group_count) n = 65535;
+  for (uint32_t& n : t.max_workgroup_size) n = 1024;
   t.max_shared_bytes = 32768;
   t.max_push_bytes = 128;
   return t;

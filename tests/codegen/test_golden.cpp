@@ -90,13 +90,13 @@ const Canonical kCanonical[] = {
      [] {
        return input({4, 4096}).sum(1);
      }},
-    // The workgroup size set by LOCAL on the GPU.
+    // A 2-D workgroup set by LOCAL on the GPU: the grid's and the workgroup's coordinates.
     {"local_split",
      [] {
        return input({48, 20}) * 2.0 + 1.0;
      },
      [] {
-       return std::vector<Opt>{{OptOp::LOCAL, 1, 16}};
+       return std::vector<Opt>{{OptOp::LOCAL, 1, 4}, {OptOp::LOCAL, 0, 8}};
      }},
     // A symbolic outer axis: its size is read from the variable when the kernel runs.
     {"symbolic_rows",

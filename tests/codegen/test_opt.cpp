@@ -71,12 +71,19 @@ TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
   EXPECT_EQ(p.groups[0], 4u);
 }
 
-TEST(Opt, LocalSetsTheWorkgroupSize) {
+TEST(Opt, LocalSplitsAnAxisIntoTheWorkgroup) {
   const UOp k = scheduled_kernel(input({64, 64}) + input({64, 64}).transpose());
+  EXPECT_EQ(ranges(apply_opts(k, {{OptOp::LOCAL, 1, 16}}, full_target())),
+            (std::vector<std::pair<A, int64_t>>{{A::global, 64}, {A::global, 4}, {A::local, 16}}));
   const Program p = codegen(k, {.opts = std::vector<Opt>{{OptOp::LOCAL, 1, 16}}}, full_target());
-  EXPECT_EQ(p.local_size[0], 16u);
-  EXPECT_EQ(p.groups[0], 64u * 64 / 16);
+  EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{16, 1, 1}));
+  EXPECT_EQ(p.groups, (std::array<uint32_t, 3>{4, 64, 1}));  // the innermost global axis is x
   EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::LOCAL, 1, 16}}));
+  // Two axes: a 16 x 4 workgroup, the innermost axis's lanes x.
+  const std::vector<Opt> two{{OptOp::LOCAL, 1, 16}, {OptOp::LOCAL, 0, 4}};
+  const Program q = codegen(k, {.opts = two}, full_target());
+  EXPECT_EQ(q.local_size, (std::array<uint32_t, 3>{16, 4, 1}));
+  EXPECT_EQ(q.groups, (std::array<uint32_t, 3>{4, 16, 1}));
 }
 
 TEST(Opt, HeuristicsPerTarget) {
@@ -84,9 +91,11 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   EXPECT_EQ(heuristic_opts(mm, cpu),
             (std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 8}}));
-  EXPECT_EQ(
-      heuristic_opts(mm, gpu),
-      (std::vector<Opt>{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 8}}));
+  // The GPU's register tile, then the lanes along the columns, which A's loads ignore.
+  EXPECT_EQ(heuristic_opts(mm, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
+                                                       {OptOp::UPCAST, 1, 2},
+                                                       {OptOp::UPCAST, 0, 8},
+                                                       {OptOp::LOCAL, 1, 6}}));
   const UOp big = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
   EXPECT_EQ(heuristic_opts(big, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
   const UOp rows = scheduled_kernel(input({4, 4096}).sum(1));
@@ -97,13 +106,22 @@ TEST(Opt, HeuristicsPerTarget) {
   EXPECT_EQ(heuristic_opts(ew, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4}}));
   // A conv's register tile on a GPU: the output columns (innermost) and the output channels,
   // which the input's loads ignore, so each input and each weight load feeds 8 multiply-adds
-  // (not the output rows, along which the input is read again).
+  // (not the output rows, along which the input is read again). The workgroup's 64 lanes run
+  // along the columns, rows and images, which the weights ignore: the channels stay on the grid.
   const UOp conv = scheduled_kernel(input({2, 8, 16, 16}).conv2d(input({16, 8, 3, 3}), {}, 1, 1));
-  EXPECT_EQ(
-      heuristic_opts(conv, gpu),
-      (std::vector<Opt>{{OptOp::UPCAST, 3, 4}, {OptOp::UPCAST, 3, 2}, {OptOp::UPCAST, 1, 8}}));
+  EXPECT_EQ(heuristic_opts(conv, gpu), (std::vector<Opt>{{OptOp::UPCAST, 3, 4},
+                                                         {OptOp::UPCAST, 3, 2},
+                                                         {OptOp::UPCAST, 1, 8},
+                                                         {OptOp::LOCAL, 3, 2},
+                                                         {OptOp::LOCAL, 2, 16},
+                                                         {OptOp::LOCAL, 0, 2}}));
+  // Output columns that 4 does not divide (a late ResNet stage's 7 x 7; the batch of 1 is no
+  // axis): the channels' tile alone.
+  const UOp late = scheduled_kernel(input({1, 16, 7, 7}).conv2d(input({32, 16, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(late, gpu),
+            (std::vector<Opt>{{OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 2, 7}, {OptOp::LOCAL, 1, 7}}));
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, ew, conv}) {
+  for (const UOp& k : {mm, big, rows, ew, conv, late}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
   }
@@ -111,8 +129,10 @@ TEST(Opt, HeuristicsPerTarget) {
 
 TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
   const Target cpu = cpu::host_target(), gpu = full_target();
-  Target no_shared = gpu;
+  Target no_shared = gpu, no_grid = gpu;
   no_shared.local_memory = false;
+  no_grid.grid = false;
+  const UOp four = scheduled_kernel(input({2, 2, 2, 2}) + 1.0);
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   const UOp ew = scheduled_kernel(input({64, 60}) + input({60, 64}).transpose());
   struct Bad {
@@ -130,13 +150,19 @@ TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
       {mm, {{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 1, 16}}, cpu, "divide the axis's size, 3"},
       {mm, {{OptOp::UPCAST, 0, 32}, {OptOp::UPCAST, 1, 16}}, cpu, "more than 256 values"},
       {ew, {{OptOp::LOCAL, 1, 16}}, cpu, "launches no workgroups"},
-      {ew, {{OptOp::LOCAL, 0, 16}}, gpu, "innermost global axis, 1"},
-      {ew, {{OptOp::LOCAL, 1, 12}}, gpu, "power of two up to 1024"},
-      {ew, {{OptOp::LOCAL, 1, 2048}}, gpu, "power of two up to 1024"},
-      {ew, {{OptOp::LOCAL, 1, 16}, {OptOp::LOCAL, 1, 8}}, gpu, "already set"},
+      {ew, {{OptOp::LOCAL, 1, 4}}, no_grid, "no grid of workgroups"},
+      {ew, {{OptOp::LOCAL, 2, 4}}, gpu, "no global axis 2"},
+      {ew, {{OptOp::LOCAL, 1, 7}}, gpu, "divide the axis's size, 60"},
+      {ew, {{OptOp::LOCAL, 1, 30}, {OptOp::LOCAL, 0, 64}}, gpu, "more than 1024 invocations"},
+      {ew, {{OptOp::LOCAL, 1, 2}, {OptOp::LOCAL, 1, 2}}, gpu, "already split by LOCAL"},
+      {four,
+       {{OptOp::LOCAL, 0, 2}, {OptOp::LOCAL, 1, 2}, {OptOp::LOCAL, 2, 2}, {OptOp::LOCAL, 3, 2}},
+       gpu,
+       "at most three dimensions"},
       {mm, {{OptOp::GROUP, 0, 64}}, no_shared, "no shared memory"},
       {ew, {{OptOp::GROUP, 0, 64}}, gpu, "no reduction"},
-      {mm, {{OptOp::GROUP, 0, 64}, {OptOp::UPCAST, 1, 4}}, gpu, "no upcast or unroll"},
+      {mm, {{OptOp::GROUP, 0, 64}, {OptOp::UPCAST, 1, 4}}, gpu, "takes no other action"},
+      {mm, {{OptOp::LOCAL, 1, 4}, {OptOp::GROUP, 0, 64}}, gpu, "no other action"},
       {mm, {{OptOp::UPCAST, 1, 4}, {OptOp::GROUP, 0, 64}}, gpu, "no other action"},
       {mm, {{OptOp::GROUP, 0, 100}}, gpu, "power of two"},
       {mm,

@@ -92,9 +92,29 @@ TEST(RenderGlsl, MatmulGetsARegisterTile) {
   EXPECT_TRUE(contains(p.source, "data2_v4")) << p.source;  // B read as vec4
   EXPECT_TRUE(contains(p.source, "data0_v4")) << p.source;
   EXPECT_EQ(p.name, "r_64_64_64");  // named by the scheduled axes, whatever the optimizations
+  // An 8 x (2 x 4) tile; 8 invocations along the columns per workgroup, so that A's loads are
+  // the same in all of them.
   EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
                                       {OptOp::UPCAST, 1, 2},
-                                      {OptOp::UPCAST, 0, 8}}));  // an 8 x (2 x 4) tile
+                                      {OptOp::UPCAST, 0, 8},
+                                      {OptOp::LOCAL, 1, 8}}));
+  EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{8, 1, 1}));
+  EXPECT_EQ(p.groups, (std::array<uint32_t, 3>{8, 1, 1}));  // the rows' blocks (the columns: 1)
+  EXPECT_TRUE(contains(p.source, "int lidx0 = int(gl_LocalInvocationID.x);")) << p.source;
+  EXPECT_TRUE(contains(p.source, "int gidx0 = int(gl_WorkGroupID.x);")) << p.source;
+  Target flat = full_target();
+  flat.grid = false;
+  EXPECT_EQ(render(input({64, 64}).matmul(input({64, 64})), flat)[0].opts.size(), 3u);
+}
+
+TEST(RenderGlsl, GatedLoadsAreSelectsNotBranches) {
+  // A padded read: the load's index is clamped to 0 where the gate is off and the value
+  // selected after it (mix), so no load sits inside a conditional.
+  const Program p = render(input({4, 8}).pad({{1, 1}, {0, 0}}) * 2.0)[0];  // vec4 loads
+  EXPECT_TRUE(contains(p.source, "mix(vec4(0), data1_v4[(")) << p.source;
+  const Program q = render(input({4, 7}).pad({{1, 1}, {0, 0}}) * 2.0)[0];  // scalar loads
+  EXPECT_TRUE(contains(q.source, "mix(0.0, data1[(")) << q.source;
+  for (const Program* x : {&p, &q}) EXPECT_FALSE(contains(x->source, "? data1")) << x->source;
 }
 
 TEST(RenderGlsl, FewLongReductionsAreGrouped) {

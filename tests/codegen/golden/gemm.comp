@@ -4,7 +4,7 @@
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 #endif
-layout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;
+layout(local_size_x = 16, local_size_y = 1, local_size_z = 1) in;
 #ifdef VKG_BDA
 layout(push_constant) uniform Addrs { uvec2 addr[3]; } pc;
 layout(buffer_reference, std430, buffer_reference_align = 4) restrict writeonly buffer P0 { float v[]; };
@@ -26,60 +26,59 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v
 #endif
 // r_64_128_256
 void main() {
-  int gid = int(gl_WorkGroupID.x) * 64 + int(gl_LocalInvocationID.x);
-  int v0 = (gid / 16);
-  int v1 = (v0 * 256);
-  int v2 = (gid % 16);
-  int v3 = (v2 * 2);
-  int v4 = (v1 + v3);
-  int v5 = (v0 * 2048);
+  int gidx0 = int(gl_WorkGroupID.x);
+  int lidx0 = int(gl_LocalInvocationID.x);
+  int v0 = (gidx0 * 256);
+  int v1 = (lidx0 * 2);
+  int v2 = (v0 + v1);
+  int v3 = (gidx0 * 2048);
   precise float acc0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        acc0[uidx3][uidx4][uidx5] = 0.0;
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        acc0[uidx3][uidx5][uidx6] = 0.0;
       }
     }
   }
   for (int ridx2 = 0; ridx2 < 256; ridx2++) {
-    int v6 = (ridx2 * 32);
-    int v7 = (v3 + v6);
-    int v8 = (v5 + ridx2);
+    int v4 = (ridx2 * 32);
+    int v5 = (v1 + v4);
+    int v6 = (v3 + ridx2);
     [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-      int v9 = (uidx3 * 256);
-      int v10 = (v8 + v9);
-      precise float v11 = data1[v10];
-      [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-        int v12 = (v7 + uidx4);
-        vec4 v13 = data2_v4[v12];
-        [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-          precise float v14 = (v13[uidx5] * v11);
-          acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v14);
+      int v7 = (uidx3 * 256);
+      int v8 = (v6 + v7);
+      precise float v9 = data1[v8];
+      [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+        int v10 = (v5 + uidx5);
+        vec4 v11 = data2_v4[v10];
+        [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+          precise float v12 = (v11[uidx6] * v9);
+          acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v12);
         }
       }
     }
   }
   precise float red0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        red0[uidx3][uidx4][uidx5] = 0.0;
-        red0[uidx3][uidx4][uidx5] = (red0[uidx3][uidx4][uidx5] + acc0[uidx3][uidx4][uidx5]);
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        red0[uidx3][uidx5][uidx6] = 0.0;
+        red0[uidx3][uidx5][uidx6] = (red0[uidx3][uidx5][uidx6] + acc0[uidx3][uidx5][uidx6]);
       }
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    int v15 = (uidx3 * 32);
-    int v16 = (v4 + v15);
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      int v17 = (v16 + uidx4);
-      vec4 v18;
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        bool v19 = (red0[uidx3][uidx4][uidx5] < 0.0);
-        precise float v20 = (v19 ? 0.0 : red0[uidx3][uidx4][uidx5]);
-        v18[uidx5] = v20;
+    int v13 = (uidx3 * 32);
+    int v14 = (v2 + v13);
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      int v15 = (v14 + uidx5);
+      vec4 v16;
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        bool v17 = (red0[uidx3][uidx5][uidx6] < 0.0);
+        precise float v18 = (v17 ? 0.0 : red0[uidx3][uidx5][uidx6]);
+        v16[uidx6] = v18;
       }
-      data0_v4[v17] = v18;
+      data0_v4[v15] = v16;
     }
   }
 }

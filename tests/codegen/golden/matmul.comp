@@ -26,13 +26,13 @@ layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v
 #endif
 // r_8_16_32
 void main() {
-  int gid = int(gl_WorkGroupID.x) * 2 + int(gl_LocalInvocationID.x);
-  int v0 = (gid * 2);
+  int lidx0 = int(gl_LocalInvocationID.x);
+  int v0 = (lidx0 * 2);
   precise float acc0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        acc0[uidx3][uidx4][uidx5] = 0.0;
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        acc0[uidx3][uidx5][uidx6] = 0.0;
       }
     }
   }
@@ -43,33 +43,33 @@ void main() {
       int v3 = (uidx3 * 32);
       int v4 = (ridx2 + v3);
       precise float v5 = data1[v4];
-      [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-        int v6 = (v2 + uidx4);
+      [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+        int v6 = (v2 + uidx5);
         vec4 v7 = data2_v4[v6];
-        [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-          precise float v8 = (v7[uidx5] * v5);
-          acc0[uidx3][uidx4][uidx5] = (acc0[uidx3][uidx4][uidx5] + v8);
+        [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+          precise float v8 = (v7[uidx6] * v5);
+          acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v8);
         }
       }
     }
   }
   precise float red0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        red0[uidx3][uidx4][uidx5] = 0.0;
-        red0[uidx3][uidx4][uidx5] = (red0[uidx3][uidx4][uidx5] + acc0[uidx3][uidx4][uidx5]);
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        red0[uidx3][uidx5][uidx6] = 0.0;
+        red0[uidx3][uidx5][uidx6] = (red0[uidx3][uidx5][uidx6] + acc0[uidx3][uidx5][uidx6]);
       }
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
     int v9 = (uidx3 * 4);
     int v10 = (v0 + v9);
-    [[unroll]] for (int uidx4 = 0; uidx4 < 2; uidx4++) {
-      int v11 = (v10 + uidx4);
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      int v11 = (v10 + uidx5);
       vec4 v12;
-      [[unroll]] for (int uidx5 = 0; uidx5 < 4; uidx5++) {
-        v12[uidx5] = red0[uidx3][uidx4][uidx5];
+      [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
+        v12[uidx6] = red0[uidx3][uidx5][uidx6];
       }
       data0_v4[v11] = v12;
     }

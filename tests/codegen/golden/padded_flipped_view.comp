@@ -30,7 +30,7 @@ void main() {
   int v8 = (v4 * (-3));
   int v9 = (v7 + v8);
   int v10 = (v9 + 11);
-  precise float v11 = (v6 ? data1[v10] : 0.0);
+  precise float v11 = mix(0.0, data1[(v6 ? v10 : 0)], v6);
   precise float v12 = (v6 ? v11 : 0.0);
   data0[gid] = v12;
 }
