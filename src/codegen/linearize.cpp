@@ -261,7 +261,13 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   reduce_id_[r.get()] = id;
   const Ops op = r.arg_as<Ops>();
   const DType d = r.dtype();
-  const std::vector<UOp> outer = acc_dims(r, false), all = acc_dims(r, true);
+  // Preloading targets keep one accumulator per output and walk the unroll ranges inside the
+  // register nest (registers are scarce; other lanes hide the add latency).
+  const std::vector<UOp> outer = acc_dims(r, false), all = acc_dims(r, !preload());
+  std::vector<UOp> regs = all;
+  if (preload())
+    for (size_t i = 1; i < r.src().size(); ++i)
+      if (r.src(i).arg_as<AxisArg>().type == AxisType::unroll) regs.push_back(r.src(i));
   std::vector<UOp> loops;
   for (size_t i = 1; i < r.src().size(); ++i)
     if (r.src(i).arg_as<AxisArg>().type != AxisType::unroll) loops.push_back(r.src(i));
@@ -285,9 +291,33 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   Names names = head_names_;
   const auto body = needed(
       {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
-  std::vector<UOp> nest = loops;
-  nest.insert(nest.end(), all.begin(), all.end());
-  dep = emit_nest(nest, body, depth, out, names);
+  if (preload()) {
+    uint64_t mask = 0;
+    for (const UOp& x : regs) mask |= uint64_t{1} << x.arg_as<AxisArg>().id;
+    std::vector<UOp> outer_nodes, inner_nodes;
+    for (const UOp& u : body) (deps(u) & mask ? inner_nodes : outer_nodes).push_back(u);
+    dep = emit_nest(loops, outer_nodes, depth, out, names);
+    for (const UOp& ld : inner_nodes) {
+      if (ld.op() != Ops::LOAD) continue;
+      std::vector<UOp> dims;
+      for (const UOp& x : regs)
+        if (has(deps(ld), x)) dims.push_back(x);
+      const std::string arr = fmt::format("ld{}", next_load_++);
+      out += fmt::format("{}{} {}{};\n", indent(dep), type(ld.dtype()), arr, dims_decl(dims));
+      Names local = names;
+      const auto srcs = needed(
+          {ld.src(0)}, [&](const UOp& u) { return !local.count(u.get()) && !in_head(u); }, false);
+      const int d2 = emit_nest(dims, srcs, dep, out, local);
+      out += fmt::format("{}{}{} = {};\n", indent(d2), arr, dims_ref(dims), expr(ld, local));
+      close(d2, dep, out);
+      names[ld.get()] = arr + dims_ref(dims);
+    }
+    dep = emit_nest(regs, inner_nodes, dep, out, names);
+  } else {
+    std::vector<UOp> nest = loops;
+    nest.insert(nest.end(), all.begin(), all.end());
+    dep = emit_nest(nest, body, depth, out, names);
+  }
   const std::string cur = acc + dims_ref(all);
   out +=
       fmt::format("{}{} = {};\n", indent(dep), cur, combine(op, d, cur, operand(r.src(0), names)));

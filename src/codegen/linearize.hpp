@@ -7,7 +7,8 @@
 //   [global ranges: loops (C) or the invocation index (GLSL), opened by the language]
 //     head:      values that depend on no upcast range and no reduction
 //     per REDUCE: acc[upcast dims][unroll dims] = identity;
-//                 for reduce ranges { for upcast/unroll ranges { body; acc = acc op value } }
+//                 for reduce ranges { [preload: ldN[dims] = loads;]
+//                                     for upcast/unroll ranges { body; acc = acc op value } }
 //                 red[upcast dims] = fold of acc over the unroll dims
 //     for upcast ranges { epilogue; store }
 // Each node is emitted once per scope that needs it, in topological order, so the output is
@@ -68,6 +69,10 @@ class Linearizer {
   // Emit each node in a loop nest at the outermost level where its ranges exist (loop-invariant
   // code motion), instead of in the innermost loop.
   virtual bool hoist() const { return false; }
+  // In a reduction's loop, load each value that varies along upcast or unroll ranges once per
+  // iteration into a register array (before the multiply-adds), instead of where the nest's
+  // order puts it: a matmul's B row would otherwise be loaded again for every row of A's tile.
+  virtual bool preload() const { return false; }
   // One REDUCE's block (accumulators, loops, fold); the default is the per-thread loop.
   virtual void emit_reduce(const UOp& r, int depth, std::string& out);
   // The upcast loops, the epilogue and the store.
@@ -119,6 +124,7 @@ class Linearizer {
 
  private:
   int next_var_ = 0;
+  int next_load_ = 0;
 };
 
 template <class Keep>

@@ -313,6 +313,7 @@ class GlslRenderer : public Linearizer {
 
   // --- the language ---
   bool hoist() const override { return true; }
+  bool preload() const override { return true; }
   std::string type(DType d) const override { return d.count() > 1 ? vec4_type(d) : glsl_type(d); }
   // `precise` makes the driver keep IEEE semantics (no contraction into fma, no x*0 -> 0 or
   // x/0 -> ... folding that assumes no NaN or Inf), so results round as the C backend's do.

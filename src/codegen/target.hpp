@@ -27,6 +27,8 @@ struct Target {
   bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
   bool local_memory = false;   // shared memory and barriers: grouped reductions (Opt GROUP)
   bool grid = false;           // multi-dimensional workgroups on a 3-D grid (Opt LOCAL)
+  bool cpu_device = false;     // the device is a CPU (lavapipe): a workgroup is a loop of SIMD
+                               // vectors, so the heuristics keep workgroups small
   uint32_t subgroup_size = 1;  // (read by no pass yet: for searches and subgroup reductions)
   uint32_t max_workgroup_invocations = 1;
   uint32_t max_workgroup_size[3] = {1, 1, 1};  // per dimension (x, y, z)

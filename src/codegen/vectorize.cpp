@@ -1,9 +1,10 @@
 // codegen: fold_vectors — neighbouring loads and stores become vector accesses (see
-// pipeline.hpp). On a target with 4-wide vectors (GLSL's vec4), where a size-4 upcast range u
-// walks 4 aligned neighbours of a 32-bit buffer (index base + u, base a multiple of 4):
+// pipeline.hpp). On a target with 4-wide vectors (GLSL's vec4), where a size-4 upcast or unroll
+// range u walks 4 aligned neighbours of a 32-bit buffer (index base + u, base a multiple of 4):
 //   LOAD(INDEX(buf, base + u))  ->  GEP(LOAD(INDEX(buf4, base / 4)) : vec4, u)
 // the vector load no longer depends on u, so it is computed once outside u's loop, and each lane
-// reads its element; and when the store's innermost upcast range is such a range,
+// reads its element (a matmul's A along k under UNROLL); and when the store's innermost upcast
+// range is such a range,
 //   STORE(INDEX(buf, base + u), v)  ->  STORE(INDEX(buf4, base / 4), v, u)
 // stores the 4 values v takes along u as one vector. buf4 is buf's slot seen as vec4 elements (a
 // DEFINE_GLOBAL of the vector type). A load whose valid mask depends on u stays
@@ -59,29 +60,34 @@ UOp vector_index(const UOp& index, const UOp& at) {
 
 UOp fold_vectors(const UOp& kernel, const Target& target) {
   if (!target.threads || target.vector_floats != 4) return kernel;
-  std::vector<UOp> upcasts;
+  std::vector<UOp> upcasts, unrolled;  // unrolled: upcast and unroll ranges (loads only)
   for (const UOp& u : toposort(kernel)) {
     if (u.op() != Ops::RANGE) continue;
     if (u.arg_as<AxisArg>().type == AxisType::group_reduce) return kernel;
     if (u.arg_as<AxisArg>().type == AxisType::upcast) upcasts.push_back(u);
+    if (u.arg_as<AxisArg>().type == AxisType::upcast ||
+        u.arg_as<AxisArg>().type == AxisType::unroll)
+      unrolled.push_back(u);
   }
-  if (upcasts.empty()) return kernel;
-  std::sort(upcasts.begin(), upcasts.end(), [](const UOp& a, const UOp& b) {
+  if (unrolled.empty()) return kernel;
+  auto by_id = [](const UOp& a, const UOp& b) {
     return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
-  });
+  };
+  std::sort(upcasts.begin(), upcasts.end(), by_id);
+  std::sort(unrolled.begin(), unrolled.end(), by_id);
   std::unordered_map<UOp, UOp, UOpHash> loads;
   for (const UOp& u : toposort(kernel)) {
     if (u.op() != Ops::LOAD || !vectorizable(u.dtype())) continue;
     const UOp& idx = u.src(0);
     const UOp mask = idx.src().size() > 2 ? idx.src(2) : UOp{};
-    if (auto v = vec_access(idx.src(1), upcasts, mask)) {
+    if (auto v = vec_access(idx.src(1), unrolled, mask)) {
       const UOp vload = UOp::make(Ops::LOAD, u.dtype().vec(4), {vector_index(idx, v->index)});
       loads.emplace(u, UOp::make(Ops::GEP, u.dtype(), {vload, v->range}));
     }
   }
   UOp out = loads.empty() ? kernel : substitute(kernel, loads);
   const UOp& st = out.src(0);
-  if (vectorizable(st.src(1).dtype()))
+  if (!upcasts.empty() && vectorizable(st.src(1).dtype()))
     if (auto v = vec_access(st.src(0).src(1), upcasts, {}); v && v->range == upcasts.back())
       out = UOp::sink({UOp::make(Ops::STORE, st.dtype(),
                                  {vector_index(st.src(0), v->index), st.src(1), v->range})});

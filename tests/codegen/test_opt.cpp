@@ -91,10 +91,12 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   EXPECT_EQ(heuristic_opts(mm, cpu),
             (std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 8}}));
-  // The GPU's register tile, then the lanes along the columns, which A's loads ignore.
+  // The GPU's register tile, k by 4 (A's vec4 loads along k), then the lanes along the columns,
+  // which A's loads ignore.
   EXPECT_EQ(heuristic_opts(mm, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
                                                        {OptOp::UPCAST, 1, 2},
                                                        {OptOp::UPCAST, 0, 8},
+                                                       {OptOp::UNROLL, 0, 4},
                                                        {OptOp::LOCAL, 1, 6}}));
   const UOp big = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
   EXPECT_EQ(heuristic_opts(big, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
@@ -116,10 +118,17 @@ TEST(Opt, HeuristicsPerTarget) {
                                                          {OptOp::LOCAL, 2, 16},
                                                          {OptOp::LOCAL, 0, 2}}));
   // Output columns that 4 does not divide (a late ResNet stage's 7 x 7; the batch of 1 is no
-  // axis): the channels' tile alone.
+  // axis): the columns by 7 without vec4 accesses, the channels by 8, the rows' lanes.
   const UOp late = scheduled_kernel(input({1, 16, 7, 7}).conv2d(input({32, 16, 3, 3}), {}, 1, 1));
   EXPECT_EQ(heuristic_opts(late, gpu),
-            (std::vector<Opt>{{OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 2, 7}, {OptOp::LOCAL, 1, 7}}));
+            (std::vector<Opt>{{OptOp::UPCAST, 2, 7}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 7}}));
+  // A device that runs on the CPU: lanes along one axis only.
+  Target lavapipe = gpu;
+  lavapipe.cpu_device = true;
+  EXPECT_EQ(heuristic_opts(conv, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 3, 4},
+                                                              {OptOp::UPCAST, 3, 2},
+                                                              {OptOp::UPCAST, 1, 8},
+                                                              {OptOp::LOCAL, 3, 2}}));
   // Every heuristic list applies.
   for (const UOp& k : {mm, big, rows, ew, conv, late}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));

@@ -92,19 +92,24 @@ TEST(RenderGlsl, MatmulGetsARegisterTile) {
   EXPECT_TRUE(contains(p.source, "data2_v4")) << p.source;  // B read as vec4
   EXPECT_TRUE(contains(p.source, "data0_v4")) << p.source;
   EXPECT_EQ(p.name, "r_64_64_64");  // named by the scheduled axes, whatever the optimizations
-  // An 8 x (2 x 4) tile; 8 invocations along the columns per workgroup, so that A's loads are
-  // the same in all of them.
+  // An 8 x (2 x 4) tile, k by 4 (A read as vec4s along k); 8 invocations along the columns per
+  // workgroup, so that A's loads are the same in all of them.
   EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
                                       {OptOp::UPCAST, 1, 2},
                                       {OptOp::UPCAST, 0, 8},
+                                      {OptOp::UNROLL, 0, 4},
                                       {OptOp::LOCAL, 1, 8}}));
+  EXPECT_TRUE(contains(p.source, "data1_v4")) << p.source;  // A as vec4 along k
+  // Each operand loaded once per step of k into registers, one accumulator per output.
+  EXPECT_TRUE(contains(p.source, "vec4 ld0[8];")) << p.source;
+  EXPECT_TRUE(contains(p.source, "precise float acc0[8][2][4];")) << p.source;
   EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{8, 1, 1}));
   EXPECT_EQ(p.groups, (std::array<uint32_t, 3>{8, 1, 1}));  // the rows' blocks (the columns: 1)
   EXPECT_TRUE(contains(p.source, "int lidx0 = int(gl_LocalInvocationID.x);")) << p.source;
   EXPECT_TRUE(contains(p.source, "int gidx0 = int(gl_WorkGroupID.x);")) << p.source;
   Target flat = full_target();
   flat.grid = false;
-  EXPECT_EQ(render(input({64, 64}).matmul(input({64, 64})), flat)[0].opts.size(), 3u);
+  EXPECT_EQ(render(input({64, 64}).matmul(input({64, 64})), flat)[0].opts.size(), 4u);
 }
 
 TEST(RenderGlsl, GatedLoadsAreSelectsNotBranches) {

@@ -13,6 +13,8 @@ layout(buffer_reference, std430, buffer_reference_align = 16) restrict writeonly
 #define data0_v4 P0v(pc.addr[0]).v
 layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P1 { float v[]; };
 #define data1 P1(pc.addr[1]).v
+layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly buffer P1v { vec4 v[]; };
+#define data1_v4 P1v(pc.addr[1]).v
 layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P2 { float v[]; };
 #define data2 P2(pc.addr[2]).v
 layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly buffer P2v { vec4 v[]; };
@@ -21,6 +23,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly 
 layout(set = 0, binding = 0, std430) restrict writeonly buffer B0 { float data0[]; };
 layout(set = 0, binding = 0, std430) restrict writeonly buffer B0v { vec4 data0_v4[]; };
 layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]; };
+layout(set = 0, binding = 1, std430) restrict readonly buffer B1v { vec4 data1_v4[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { float data2[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v4[]; };
 #endif
@@ -31,7 +34,7 @@ void main() {
   int v0 = (gidx0 * 256);
   int v1 = (lidx0 * 2);
   int v2 = (v0 + v1);
-  int v3 = (gidx0 * 2048);
+  int v3 = (gidx0 * 512);
   precise float acc0[8][2][4];
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
     [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
@@ -40,20 +43,37 @@ void main() {
       }
     }
   }
-  for (int ridx2 = 0; ridx2 < 256; ridx2++) {
-    int v4 = (ridx2 * 32);
-    int v5 = (v1 + v4);
-    int v6 = (v3 + ridx2);
+  for (int ridx2 = 0; ridx2 < 64; ridx2++) {
+    int v4 = (v3 + ridx2);
+    int v5 = (ridx2 * 128);
+    int v6 = (v1 + v5);
+    vec4 ld0[8];
     [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-      int v7 = (uidx3 * 256);
-      int v8 = (v6 + v7);
-      precise float v9 = data1[v8];
+      int v7 = (uidx3 * 64);
+      int v8 = (v4 + v7);
+      ld0[uidx3] = data1_v4[v8];
+    }
+    vec4 ld1[2][4];
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      int v9 = (v6 + uidx5);
+      [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
+        int v10 = (uidx7 * 32);
+        int v11 = (v9 + v10);
+        ld1[uidx5][uidx7] = data2_v4[v11];
+      }
+    }
+    [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+      int v12 = (uidx3 * 64);
+      int v13 = (v4 + v12);
       [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-        int v10 = (v5 + uidx5);
-        vec4 v11 = data2_v4[v10];
+        int v14 = (v6 + uidx5);
         [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-          precise float v12 = (v11[uidx6] * v9);
-          acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v12);
+          [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
+            int v15 = (uidx7 * 32);
+            int v16 = (v14 + v15);
+            precise float v17 = (ld0[uidx3][uidx7] * ld1[uidx5][uidx7][uidx6]);
+            acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v17);
+          }
         }
       }
     }
@@ -68,17 +88,17 @@ void main() {
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    int v13 = (uidx3 * 32);
-    int v14 = (v2 + v13);
+    int v18 = (uidx3 * 32);
+    int v19 = (v2 + v18);
     [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-      int v15 = (v14 + uidx5);
-      vec4 v16;
+      int v20 = (v19 + uidx5);
+      vec4 v21;
       [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-        bool v17 = (red0[uidx3][uidx5][uidx6] < 0.0);
-        precise float v18 = (v17 ? 0.0 : red0[uidx3][uidx5][uidx6]);
-        v16[uidx6] = v18;
+        bool v22 = (red0[uidx3][uidx5][uidx6] < 0.0);
+        precise float v23 = (v22 ? 0.0 : red0[uidx3][uidx5][uidx6]);
+        v21[uidx6] = v23;
       }
-      data0_v4[v15] = v16;
+      data0_v4[v20] = v21;
     }
   }
 }

@@ -13,6 +13,8 @@ layout(buffer_reference, std430, buffer_reference_align = 16) restrict writeonly
 #define data0_v4 P0v(pc.addr[0]).v
 layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P1 { float v[]; };
 #define data1 P1(pc.addr[1]).v
+layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly buffer P1v { vec4 v[]; };
+#define data1_v4 P1v(pc.addr[1]).v
 layout(buffer_reference, std430, buffer_reference_align = 4) restrict readonly buffer P2 { float v[]; };
 #define data2 P2(pc.addr[2]).v
 layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly buffer P2v { vec4 v[]; };
@@ -21,6 +23,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) restrict readonly 
 layout(set = 0, binding = 0, std430) restrict writeonly buffer B0 { float data0[]; };
 layout(set = 0, binding = 0, std430) restrict writeonly buffer B0v { vec4 data0_v4[]; };
 layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]; };
+layout(set = 0, binding = 1, std430) restrict readonly buffer B1v { vec4 data1_v4[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2 { float data2[]; };
 layout(set = 0, binding = 2, std430) restrict readonly buffer B2v { vec4 data2_v4[]; };
 #endif
@@ -36,19 +39,36 @@ void main() {
       }
     }
   }
-  for (int ridx2 = 0; ridx2 < 32; ridx2++) {
-    int v1 = (ridx2 * 4);
+  for (int ridx2 = 0; ridx2 < 8; ridx2++) {
+    int v1 = (ridx2 * 16);
     int v2 = (v0 + v1);
+    vec4 ld0[8];
     [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-      int v3 = (uidx3 * 32);
+      int v3 = (uidx3 * 8);
       int v4 = (ridx2 + v3);
-      precise float v5 = data1[v4];
+      ld0[uidx3] = data1_v4[v4];
+    }
+    vec4 ld1[2][4];
+    [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
+      int v5 = (v2 + uidx5);
+      [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
+        int v6 = (uidx7 * 4);
+        int v7 = (v5 + v6);
+        ld1[uidx5][uidx7] = data2_v4[v7];
+      }
+    }
+    [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
+      int v8 = (uidx3 * 8);
+      int v9 = (ridx2 + v8);
       [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-        int v6 = (v2 + uidx5);
-        vec4 v7 = data2_v4[v6];
+        int v10 = (v2 + uidx5);
         [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-          precise float v8 = (v7[uidx6] * v5);
-          acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v8);
+          [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
+            int v11 = (uidx7 * 4);
+            int v12 = (v10 + v11);
+            precise float v13 = (ld0[uidx3][uidx7] * ld1[uidx5][uidx7][uidx6]);
+            acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v13);
+          }
         }
       }
     }
@@ -63,15 +83,15 @@ void main() {
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    int v9 = (uidx3 * 4);
-    int v10 = (v0 + v9);
+    int v14 = (uidx3 * 4);
+    int v15 = (v0 + v14);
     [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-      int v11 = (v10 + uidx5);
-      vec4 v12;
+      int v16 = (v15 + uidx5);
+      vec4 v17;
       [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-        v12[uidx6] = red0[uidx3][uidx5][uidx6];
+        v17[uidx6] = red0[uidx3][uidx5][uidx6];
       }
-      data0_v4[v11] = v12;
+      data0_v4[v16] = v17;
     }
   }
 }
