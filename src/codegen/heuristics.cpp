@@ -76,14 +76,30 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     if (n > 0 && n % 4 == 0) return {{OptOp::UPCAST, G - 1, 4}};
     return {};
   }
-  if (target.local_memory && prod_sizes(info.globals) < 4096 && prod_sizes(info.reduces) >= 256) {
+  // The reduction by 4 where a load runs along it: vec4 loads (a matmul's A along k, a row sum).
+  auto unroll_by_4 = [&](std::vector<Opt>& opts) {
+    const int R = static_cast<int>(info.reduces.size());
+    if (target.vector_floats != 4 || R == 0) return;
+    if (const int64_t k = range_size(info.reduces.back());
+        k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back()))
+      opts.push_back({OptOp::UNROLL, R - 1, 4});
+  };
+  // A device that runs on the CPU has parallelism enough from a few workgroups and pays for
+  // every barrier: it groups only reductions to fewer outputs than that.
+  const int64_t group_below = target.cpu_device ? 64 : 4096;
+  if (target.local_memory && prod_sizes(info.globals) < group_below &&
+      prod_sizes(info.reduces) >= 256) {
     const int64_t per_lane = group_shared_bytes(ast, 1);
     int64_t lanes = std::min<int64_t>(256, target.max_workgroup_invocations);
     while (lanes > 2 && lanes * per_lane > target.max_shared_bytes) lanes /= 2;
     if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
       return {{OptOp::GROUP, 0, lanes}};
   }
-  if (G == 0 || !has_reuse(info, info.globals.back())) return {};
+  if (G == 0 || !has_reuse(info, info.globals.back())) {
+    std::vector<Opt> opts;
+    unroll_by_4(opts);
+    return opts;
+  }
   const UOp& last = info.globals.back();
   std::vector<int64_t> left;
   for (const UOp& g : info.globals) left.push_back(range_size(g));
@@ -113,13 +129,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   for (int g = G - 2; g >= 0 && second < 0 && !opts.empty(); --g)
     if (factor(g) > 1 && has_reuse(info, info.globals[g])) second = g;
   if (second >= 0) upcast(second, factor(second));
-  // The reduction by 4 where a load runs along it (a matmul's A along k): vec4 loads.
-  if (!opts.empty() && target.vector_floats == 4) {
-    const int R = static_cast<int>(info.reduces.size());
-    if (const int64_t k = range_size(info.reduces.back());
-        k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back()))
-      opts.push_back({OptOp::UNROLL, R - 1, 4});
-  }
+  if (!opts.empty()) unroll_by_4(opts);
   if (opts.empty() || !target.grid) return opts;
   // The workgroup: lanes along the axes that every load ignoring the innermost axis ignores too
   // (a conv's output pixels, a matmul's columns), innermost first, up to 64 lanes, so that
