@@ -79,7 +79,9 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // The reduction by 4 where a load runs along it: vec4 loads (a matmul's A along k, a row sum).
   auto unroll_by_4 = [&](std::vector<Opt>& opts) {
     const int R = static_cast<int>(info.reduces.size());
-    if (target.vector_floats != 4 || R == 0) return;
+    int64_t values = 4;
+    for (const Opt& o : opts) values *= o.amount;
+    if (target.vector_floats != 4 || R == 0 || values > kMaxUpcast) return;
     if (const int64_t k = range_size(info.reduces.back());
         k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back()))
       opts.push_back({OptOp::UNROLL, R - 1, 4});
@@ -134,18 +136,25 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // The workgroup: lanes along the axes that every load ignoring the innermost axis ignores too
   // (a conv's output pixels, a matmul's columns), innermost first, up to 64 lanes, so that
   // those loads (the weights) are uniform across the workgroup: the reused axes stay on the grid.
-  // A device that runs on the CPU takes lanes along one axis only (lavapipe, ResNet-18's
-  // 14 x 14 convs: 2.4 GFLOPS with 28 lanes over two axes, 4.4 with 2 along one).
+  // A device that runs on the CPU takes lanes along one axis only, one with 4 or more where
+  // there is one (lavapipe, ResNet-18's 14 x 14 convs after the columns' tile by 7: 2.4 GFLOPS
+  // with 28 lanes over columns and rows, 4.4 with the columns' 2 lanes, 9.3 with the rows' 14).
   int64_t lanes = 1;
   const int64_t budget = std::min<int64_t>(64, target.max_workgroup_invocations);
   const int max_dims = target.cpu_device ? 1 : 3;
+  auto eligible = [&](int g) {
+    return std::all_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
+      return mentions(idx, last) || !mentions(idx, info.globals[g]);
+    });
+  };
+  int64_t least = 2;
+  if (target.cpu_device)
+    for (int g = 0; g < G; ++g)
+      if (eligible(g) && left[static_cast<size_t>(g)] >= 4) least = 4;
   int dims = 0;
   for (int g = G - 1; g >= 0 && dims < max_dims; --g) {
-    const bool free = std::all_of(
-        info.load_indices.begin(), info.load_indices.end(),
-        [&](const UOp& idx) { return mentions(idx, last) || !mentions(idx, info.globals[g]); });
     const int64_t m = left[static_cast<size_t>(g)];
-    if (!free || m < 2) continue;
+    if (!eligible(g) || m < least) continue;
     int64_t d = std::min(m, budget / lanes);
     while (d > 1 && m % d != 0) --d;
     if (d < 2) continue;

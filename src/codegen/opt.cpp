@@ -20,9 +20,6 @@
 namespace vkgrad {
 namespace {
 
-// At most this many values per invocation from upcasts and unrolls together (registers).
-constexpr int64_t kMaxUpcast = 256;
-
 const char* op_name(OptOp op) {
   switch (op) {
     case OptOp::UPCAST:

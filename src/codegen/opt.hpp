@@ -36,6 +36,9 @@ namespace vkgrad {
 
 enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM };
 
+// At most this many values per invocation from upcasts and unrolls together (registers).
+constexpr int64_t kMaxUpcast = 256;
+
 struct Opt {
   OptOp op = OptOp::UPCAST;
   int axis = 0;

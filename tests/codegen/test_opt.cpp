@@ -122,13 +122,14 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp late = scheduled_kernel(input({1, 16, 7, 7}).conv2d(input({32, 16, 3, 3}), {}, 1, 1));
   EXPECT_EQ(heuristic_opts(late, gpu),
             (std::vector<Opt>{{OptOp::UPCAST, 2, 7}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 7}}));
-  // A device that runs on the CPU: lanes along one axis only.
+  // A device that runs on the CPU: lanes along one axis only, the rows' 16 rather than the 2
+  // column tiles left.
   Target lavapipe = gpu;
   lavapipe.cpu_device = true;
   EXPECT_EQ(heuristic_opts(conv, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 3, 4},
                                                               {OptOp::UPCAST, 3, 2},
                                                               {OptOp::UPCAST, 1, 8},
-                                                              {OptOp::LOCAL, 3, 2}}));
+                                                              {OptOp::LOCAL, 2, 16}}));
   // Every heuristic list applies.
   for (const UOp& k : {mm, big, rows, ew, conv, late}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
