@@ -13,15 +13,21 @@
 //   elementwise:  the innermost output axis by 4 when it divides, so loads and the store of a
 //                 contiguous axis become vec4 accesses (lavapipe: scalar 6.4-7 GB/s,
 //                 vec4 10.5-13.5).
-//   few outputs, long reductions (outputs < 4096, reduce size >= 256, shared memory): GROUP, one
-//                 workgroup of up to 256 lanes per output, fewer where shared memory is short.
+//   few outputs, long reductions (outputs < 4096, < 64 on a device that runs on the CPU, reduce
+//                 size >= 256, shared memory): GROUP, one workgroup of up to 256 lanes per output,
+//                 fewer where shared memory is short.
+//   other reductions: the innermost reduce axis by 4 where a load runs along it (UNROLL: vec4
+//                 loads, one accumulator) (lavapipe, sum 16M: 4.1 -> 9.6 GB/s; softmax 4096^2:
+//                 62 -> 47 ms).
 //   matmul-like:  a register tile without shared memory, the innermost output axis by 8 as 2 x 4
-//                 where it divides (the 4 innermost: vec4 loads of the reused operand) and
-//                 another output axis by 8 or 4, one that the loads along the innermost axis
-//                 ignore where there is one (a matmul's rows, a conv's output channels, not its
-//                 output rows: every load then feeds 8 multiply-adds) (lavapipe: naive 2.1
-//                 GFLOPS, 4x4 tile 12, 8x8 tile 31); then LOCAL lanes along the axes the other
-//                 operand's loads ignore, so that its loads are uniform per workgroup.
+//                 where it divides (the 4 innermost: vec4 loads of the reused operand), else by
+//                 its largest divisor up to 8, and another output axis by 8 or 4, one that the
+//                 loads along the innermost axis ignore where there is one (a matmul's rows, a
+//                 conv's output channels, not its output rows: every load then feeds 8
+//                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31); the
+//                 reduction by 4 as above (a matmul's A along k: 0.75 -> 1.0x the hand-written
+//                 8x8 shader); then LOCAL lanes along the axes the other operand's loads ignore,
+//                 so that its loads are uniform per workgroup (the grid's coordinates).
 // A symbolic axis is never split: no factor divides an unknown size.
 #include <algorithm>
 

@@ -36,12 +36,14 @@ UOp float_max(const UOp& a, const UOp& b);
 // Neighbouring loads and stores along a size-4 upcast range as vector accesses, on targets with
 // 4-wide vectors (vectorize.cpp).
 UOp fold_vectors(const UOp& kernel, const Target& target);
-// Threads targets: the workgroup size (LOCAL or GROUP's amount, else 64 lanes, fewer for tiny
-// kernels), the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math
-// is int32 in shaders: an index space or a variable beyond it is a DeviceError.
+// Threads targets (launch.cpp): with LOCAL axes, the workgroup of their amounts on a grid of the
+// global axes; else the workgroup size (GROUP's amount, else 64 lanes, fewer for tiny kernels),
+// the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math is int32
+// in shaders: an index space or a variable beyond it is a DeviceError.
 void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target, Program& p);
-// Threads targets: the global ranges become digits of the flat invocation index SPECIAL("gid")
-// (launch.cpp); the printer defines gid from the launch plan_launch chose.
+// Threads targets: the ranges become the launch's SPECIALs (launch.cpp): gidx<d> and lidx<d> on a
+// grid, else digits of the flat invocation index gid; the printer defines them from the launch
+// plan_launch chose.
 UOp gpu_dims(const UOp& kernel, const Target& target);
 // Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
 // AST), the kernel is rendered as a packed GEMM.
