@@ -64,7 +64,9 @@ UOp apply_splits(const UOp& ast, int64_t next_id,
     const auto& a = range.arg_as<AxisArg>();
     int64_t factor = 1;
     for (const auto& [n, t] : inner) factor *= n;
-    UOp value = UOp::range(range_size(range) / factor, a.id, a.type);
+    // An axis split whole leaves no outer range (a REDUCE lists only ranges).
+    UOp value = range_size(range) == factor ? UOp::const_(dtypes::index, int64_t{0})
+                                            : UOp::range(range_size(range) / factor, a.id, a.type);
     for (const auto& [n, t] : inner) value = value * n + UOp::range(n, next_id++, t);
     with.emplace(range, value);
   }

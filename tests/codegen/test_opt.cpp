@@ -59,6 +59,17 @@ TEST(Opt, UpcastAndUnrollSplitTheirAxis) {
                                                            {A::upcast, 8},
                                                            {A::unroll, 4}}));
   EXPECT_EQ(apply_opts(k, {}, cpu), k);
+  // An axis split whole leaves no outer range, and its REDUCE lists the unroll range alone.
+  const UOp whole = apply_opts(k, {{OptOp::UNROLL, 0, 64}}, cpu);
+  EXPECT_EQ(ranges(whole), (std::vector<std::pair<A, int64_t>>{
+                               {A::global, 32}, {A::global, 48}, {A::unroll, 64}}));
+  for (const UOp& u : toposort(whole))
+    if (u.op() == Ops::REDUCE) {
+      ASSERT_EQ(u.src().size(), 2u);
+      EXPECT_EQ(u.src(1).op(), Ops::RANGE);
+    }
+  for (const Target& t : {cpu, full_target()})
+    EXPECT_NO_THROW(codegen(k, {.opts = std::vector<Opt>{{OptOp::UNROLL, 0, 64}}}, t));
 }
 
 TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
