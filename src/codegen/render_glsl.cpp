@@ -12,7 +12,10 @@
 // launch, and always returns past the symbolic total. Variables are push constants `int
 // vars[]` (after the device addresses in the VKG_BDA variant), so their bounds must fit int32.
 // A grouped reduction (reduce ranges typed group_reduce by Opt GROUP) instead gives each
-// workgroup one output: gid is the workgroup's index and the lanes split the reduction.
+// workgroup one output: gid is the workgroup's index and the lanes split the reduction, then
+// fold their partial results: a 32-bit sum within subgroups (subgroupAdd, Target::
+// subgroup_arithmetic) and the subgroups' sums through shared memory after one barrier;
+// otherwise pairwise in shared memory, a barrier per step.
 // Index math is `int`: a kernel's index space must fit in int32 (plan_launch checks it).
 //
 // Buffers: slot i is `data<i>[]` in binding i of set 0 (`restrict readonly`, slot 0 `restrict
@@ -604,6 +607,22 @@ class GlslRenderer : public Linearizer {
     out += fmt::format("{}{} = {};\n", indent(depth + 1), acc,
                        combine(op, d, acc, operand(r.src(0), names)));
     out += fmt::format("{}}}\n", indent(depth));
+    const ScalarType st = d.scalar_type();
+    if (target_.subgroup_arithmetic && op == Ops::ADD && d.count() == 1 &&
+        (st == ScalarType::float32 || st == ScalarType::int32 || st == ScalarType::uint32)) {
+      // Each subgroup folds its lanes (subgroupAdd), one lane stores the subgroup's sum, and
+      // after one barrier every lane adds the subgroups' sums in order.
+      for (const char* e : {"GL_KHR_shader_subgroup_basic", "GL_KHR_shader_subgroup_arithmetic"})
+        if (std::find(extensions_.begin(), extensions_.end(), e) == extensions_.end())
+          extensions_.push_back(e);
+      out += fmt::format("{}{} = subgroupAdd({});\n", indent(depth), acc, acc);
+      out += fmt::format("{}if (subgroupElect()) {}[gl_SubgroupID] = {};\n{}barrier();\n",
+                         indent(depth), sh, acc, indent(depth));
+      out += fmt::format("{}{} {} = {};\n", indent(depth), T, red, identity(op, d));
+      out += fmt::format("{0}for (int s = 0; s < int(gl_NumSubgroups); s++) {1} = {2};\n",
+                         indent(depth), red, combine(op, d, red, sh + "[s]"));
+      return;
+    }
     out += fmt::format("{}{}[lid] = {};\n{}barrier();\n", indent(depth), sh, acc, indent(depth));
     out += fmt::format("{0}for (int s = {1}; s > 0; s >>= 1) {{\n", indent(depth), local_ / 2);
     out += fmt::format("{}if (lid < s) {}[lid] = {};\n", indent(depth + 1), sh,

@@ -29,7 +29,10 @@ struct Target {
   bool grid = false;           // multi-dimensional workgroups on a 3-D grid (Opt LOCAL)
   bool cpu_device = false;     // the device is a CPU (lavapipe): a workgroup is a loop of SIMD
                                // vectors, so the heuristics keep workgroups small
-  uint32_t subgroup_size = 1;  // (read by no pass yet: for searches and subgroup reductions)
+  uint32_t subgroup_size = 1;  // invocations per subgroup (SIMD width on a CPU device)
+  // subgroupAdd in compute shaders: a grouped 32-bit sum folds within each subgroup, then the
+  // subgroups' partial sums in shared memory (one barrier instead of a tree of them).
+  bool subgroup_arithmetic = false;
   uint32_t max_workgroup_invocations = 1;
   uint32_t max_workgroup_size[3] = {1, 1, 1};  // per dimension (x, y, z)
   uint32_t max_group_count[3] = {1, 1, 1};

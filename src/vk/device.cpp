@@ -43,6 +43,7 @@ Switches read_switches() {
       {"timeline", &Switches::timeline},
       {"shared_reduce", &Switches::shared_reduce},
       {"grid", &Switches::grid},
+      {"subgroup", &Switches::subgroup},
       {"update_after_bind", &Switches::update_after_bind},
       {"mapped", &Switches::mapped},
   };
@@ -328,6 +329,9 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
       c.f12.descriptorBindingStorageBufferUpdateAfterBind && sw.update_after_bind;
   c.use_shared_reduce = sw.shared_reduce;
   c.use_grid = sw.grid;
+  c.use_subgroup_arithmetic =
+      sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+      (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   c.use_mapped = sw.mapped;
   c.use_subgroup_extended_types = c.f12.shaderSubgroupExtendedTypes;
   return c;
@@ -404,11 +408,12 @@ std::string describe_caps(int index, const Caps& c) {
                        : " (not in compute shaders)");
   s += fmt::format(
       "\n  shared memory {}; workgroup up to {} invocations, size {}x{}x{}, count "
-      "{}x{}x{}; grouped reductions in shared memory {}; workgroup grids (Opt LOCAL) {}",
+      "{}x{}x{}; grouped reductions in shared memory {}{}; workgroup grids (Opt LOCAL) {}",
       bytes_text(l.maxComputeSharedMemorySize), l.maxComputeWorkGroupInvocations,
       l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2],
       l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1], l.maxComputeWorkGroupCount[2],
       c.use_shared_reduce ? "yes" : "off (VKGRAD_VK_DISABLE)",
+      c.use_subgroup_arithmetic ? ", folded within subgroups" : "",
       c.use_grid ? "yes" : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format(
       "\n  buffers: maxStorageBufferRange {}, maxMemoryAllocationSize {}, buffer "

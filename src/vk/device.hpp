@@ -26,7 +26,8 @@ struct Switches {
   bool storage8 = true, storage16 = true;
   bool push_descriptor = true, bda = true, timestamps = true, timeline = true;
   bool shared_reduce = true, update_after_bind = true, mapped = true;
-  bool grid = true;  // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
+  bool grid = true;      // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
+  bool subgroup = true;  // grouped reductions fold within subgroups (subgroupAdd)
 };
 // Parses VKGRAD_VK_DISABLE; throws DeviceError naming the known switches on an unknown one.
 Switches read_switches();
@@ -79,6 +80,7 @@ struct Caps {
   bool use_push_descriptor = false, use_bda = false, use_timestamps = false;
   bool use_timeline = false, use_update_after_bind = false, use_shared_reduce = false;
   bool use_grid = false;
+  bool use_subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
   bool use_mapped = false;
   bool use_subgroup_extended_types = false;
 };

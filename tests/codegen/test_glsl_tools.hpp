@@ -22,7 +22,7 @@ namespace vkgrad {
 inline Target full_target() {
   Target t;
   t.language = Target::Language::glsl;
-  t.threads = t.local_memory = t.grid = true;
+  t.threads = t.local_memory = t.grid = t.subgroup_arithmetic = true;
   t.vector_floats = 4;
   t.storage8 = t.storage16 = t.int64 = t.float64 = true;
   t.subgroup_size = 8;

@@ -1,5 +1,7 @@
 #version 450
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #ifdef VKG_BDA
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
@@ -28,12 +30,10 @@ void main() {
     precise float v2 = data1[v1];
     acc0 = (acc0 + v2);
   }
-  vkg_shared0[lid] = acc0;
+  acc0 = subgroupAdd(acc0);
+  if (subgroupElect()) vkg_shared0[gl_SubgroupID] = acc0;
   barrier();
-  for (int s = 128; s > 0; s >>= 1) {
-    if (lid < s) vkg_shared0[lid] = (vkg_shared0[lid] + vkg_shared0[lid + s]);
-    barrier();
-  }
-  precise float red0 = vkg_shared0[0];
+  precise float red0 = 0.0;
+  for (int s = 0; s < int(gl_NumSubgroups); s++) red0 = (red0 + vkg_shared0[s]);
   if (lid == 0) data0[gid] = red0;
 }
