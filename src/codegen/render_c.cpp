@@ -349,41 +349,67 @@ class CRenderer : public Linearizer {
     };
     // Packs `x` into panel[kk * width + w] for w < ws (zero up to width): the loops bind the
     // kernel's ranges (`w_ranges` from the flat index `w_flat`, then `bind_k`) and evaluate x's
-    // nodes once per element. The w ranges' values are computed once per panel, into small
-    // arrays, not once per kk (their divisions would dominate an im2col). The stores are
-    // contiguous (a strided read is a gather; a strided store would be a scatter).
+    // nodes once per element. The stores are contiguous (a strided read is a gather; a strided
+    // store would be a scatter). Several w ranges (a convolution's output rows and columns) are
+    // walked as segments along the innermost one, whose outer ranges are bound once per panel
+    // into small arrays (their divisions would dominate an im2col): within a segment the
+    // innermost range steps by one with the element, so the compiler sees the reads along it
+    // (an input row) as contiguous, masked where a pad is, instead of as a gather.
     auto pack = [&](const UOp& x, const std::string& panel, int64_t width, const std::string& ws,
                     const std::string& ks, const std::vector<UOp>& w_ranges,
                     const std::string& w_flat, const std::string& bind_k) {
       const int base = depth;
-      // One range needs no division (and the compiler sees its loads run along w); several are
-      // bound once per panel.
-      const bool table = w_ranges.size() > 1;
-      if (table) {
-        for (const UOp& r : w_ranges)
-          line(depth, fmt::format("int64_t w_{}[{}];", name_of(r), width));
+      auto body = [&] {
+        Names names;
+        emit_nodes(needed(
+                       {x}, [](const UOp&) { return true; }, false),
+                   depth, out, names);
+        line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
+      };
+      auto zero_fill = [&] {
+        open("w", ws, std::to_string(width));
+        line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
+        close_to(depth - 1);
+      };
+      if (w_ranges.size() <= 1) {
+        open("kk", "0", ks);
+        line(depth, bind_k);
         open("w", "0", ws);
         line(depth, bind(w_ranges, w_flat));
-        for (const UOp& r : w_ranges) line(depth, fmt::format("w_{0}[w] = {0};", name_of(r)));
+        body();
+        close_to(depth - 1);
+        zero_fill();
         close_to(base);
+        return;
       }
+      const UOp& inner = w_ranges.back();
+      const std::vector<UOp> outer(w_ranges.begin(), w_ranges.end() - 1);
+      // The segments: seg_w[s] .. seg_w[s + 1] of the panel, the innermost range from seg_in[s],
+      // the outer ranges' values in seg_<range>[s].
+      line(depth, fmt::format("int64_t seg_w[{}], seg_in[{}];", width + 1, width));
+      for (const UOp& r : outer) line(depth, fmt::format("int64_t seg_{}[{}];", name_of(r), width));
+      line(depth, "int64_t nseg = 0;");
+      line(depth++, fmt::format("for (int64_t w = 0; w < {}; nseg++) {{", ws));
+      line(depth, bind(w_ranges, w_flat));
+      line(depth, fmt::format("seg_w[nseg] = w; seg_in[nseg] = {};", name_of(inner)));
+      for (const UOp& r : outer) line(depth, fmt::format("seg_{0}[nseg] = {0};", name_of(r)));
+      line(depth, fmt::format("w += {} - {} < {} - w ? {} - {} : {} - w;", range_size(inner),
+                              name_of(inner), ws, range_size(inner), name_of(inner), ws));
+      close_to(base);
+      line(depth, "seg_w[nseg] = " + ws + ";");
       open("kk", "0", ks);
       line(depth, bind_k);
-      open("w", "0", ws);
-      std::string bind_w;
-      if (!table) bind_w = bind(w_ranges, w_flat);
-      for (size_t i = 0; table && i < w_ranges.size(); ++i)
-        bind_w += fmt::format("{0}const int64_t {1} = w_{1}[w];", i == 0 ? "" : " ",
-                              name_of(w_ranges[i]));
-      line(depth, bind_w);
-      Names names;
-      emit_nodes(needed(
-                     {x}, [](const UOp&) { return true; }, false),
-                 depth, out, names);
-      line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
-      close_to(depth - 1);
-      open("w", ws, std::to_string(width));
-      line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
+      open("sg", "0", "nseg");
+      std::string bind_outer;
+      for (const UOp& r : outer)
+        bind_outer += fmt::format("const int64_t {0} = seg_{0}[sg]; ", name_of(r));
+      line(depth, bind_outer + "const int64_t w0 = seg_w[sg], in0 = seg_in[sg];");
+      open("i", "0", "seg_w[sg + 1] - w0");
+      line(depth,
+           fmt::format("const int64_t {} = in0 + i; const int64_t w = w0 + i;", name_of(inner)));
+      body();
+      close_to(depth - 2);
+      zero_fill();
       close_to(base);
     };
 
