@@ -271,11 +271,26 @@ class CRenderer : public Linearizer {
     return fmt::format("{}data{}[{}] = {};\n", indent(depth), index.src(0).arg_as<int64_t>(),
                        operand(index.src(1), names), value);
   }
+  // Upcast and unroll loops are unrolled (their accumulators become registers), except the
+  // innermost upcast loop of a kernel with gated loads (a pad's, a window's): fully unrolled,
+  // each gated load is a branch; left to the loop vectorizer, a row of them is one masked vector
+  // load (a depthwise 3x3 conv at 112 x 112: 1.07 -> 0.4 ms).
   std::string loop_open(const UOp& r, int depth) const override {
-    return fmt::format("{0}{1}for (int64_t {2} = 0; {2} < {3}; {2}++) {{\n",
-                       r.arg_as<AxisArg>().type == AxisType::reduce ? "" : kUnroll, indent(depth),
-                       name_of(r), range_end(r));
+    const bool unroll = r.arg_as<AxisArg>().type != AxisType::reduce && r != vectorized_;
+    return fmt::format("{0}{1}for (int64_t {2} = 0; {2} < {3}; {2}++) {{\n", unroll ? kUnroll : "",
+                       indent(depth), name_of(r), range_end(r));
   }
+  const UOp vectorized_ = [this] {
+    UOp last;
+    bool gated = false;
+    for (const UOp& u : topo_) {
+      if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::upcast &&
+          (!last || u.arg_as<AxisArg>().id > last.arg_as<AxisArg>().id))
+        last = u;
+      gated = gated || (u.op() == Ops::LOAD && u.src(0).src().size() > 2);
+    }
+    return gated ? last : UOp{};
+  }();
 
   // A packed, blocked GEMM (the plan's comment in pipeline.hpp; BLIS's loop structure):
   //   for batch, for column blocks jc (nc):  pack B[all k, jc block] into strips of nr columns
