@@ -3,6 +3,7 @@
 // every pass of every kernel here is verified.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <vkgrad/error.hpp>
 #include <vkgrad/vkgrad.hpp>
 
@@ -73,6 +74,39 @@ TEST(Pipeline, EveryKindOfKernelPassesEveryPass) {
     EXPECT_FALSE(codegen(k, {}, gpu).source.empty());
     EXPECT_FALSE(codegen(k, {.optimize = false}, gpu).source.empty());
   }
+}
+
+// The lines of `src` that open a loop over uidx<id>, each with whether the line before it asks
+// GCC to unroll the loop.
+std::vector<std::pair<int, bool>> upcast_loops(const std::string& src) {
+  std::vector<std::pair<int, bool>> out;
+  std::string prev, line;
+  for (std::istringstream in(src); std::getline(in, line); prev = line) {
+    const size_t at = line.find("for (int64_t uidx");
+    if (at == std::string::npos) continue;
+    out.emplace_back(std::stoi(line.substr(at + 17)),
+                     prev.find("#pragma GCC unroll") != std::string::npos);
+  }
+  return out;
+}
+
+TEST(Pipeline, CUnrollsUpcastsButLeavesGatedRowsToTheVectorizer) {
+  const Target cpu = cpu::host_target();
+  // A depthwise conv with padding: its input loads are gated; the innermost upcast loop (along
+  // the output columns) stays a loop, which GCC vectorizes with masked loads, the outer one is
+  // unrolled.
+  const UOp dw =
+      scheduled_kernel(input({1, 8, 32, 32}).conv2d(input({8, 1, 3, 3}), std::nullopt, 1, 1, 1, 8));
+  const auto loops = upcast_loops(codegen(dw, {}, cpu).source);
+  int innermost = -1;
+  for (const auto& [id, unrolled] : loops) innermost = std::max(innermost, id);
+  ASSERT_GT(innermost, 0);
+  for (const auto& [id, unrolled] : loops) EXPECT_EQ(unrolled, id != innermost) << id;
+  // Without gated loads every upcast loop is unrolled (a register tile).
+  const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
+  const auto mm_loops = upcast_loops(codegen(mm, {}, cpu).source);
+  ASSERT_FALSE(mm_loops.empty());
+  for (const auto& [id, unrolled] : mm_loops) EXPECT_TRUE(unrolled) << id;
 }
 
 }  // namespace
