@@ -102,6 +102,15 @@ TEST(Pipeline, CUnrollsUpcastsButLeavesGatedRowsToTheVectorizer) {
   for (const auto& [id, unrolled] : loops) innermost = std::max(innermost, id);
   ASSERT_GT(innermost, 0);
   for (const auto& [id, unrolled] : loops) EXPECT_EQ(unrolled, id != innermost) << id;
+  EXPECT_NE(codegen(dw, {}, cpu).source.find("#pragma clang loop vectorize(enable)"),
+            std::string::npos);
+  // At stride 2 the gated loads along the columns are not contiguous (a vector of them would be a
+  // gather): every upcast loop stays unrolled.
+  const UOp dw2 =
+      scheduled_kernel(input({1, 8, 64, 64}).conv2d(input({8, 1, 3, 3}), std::nullopt, 2, 1, 1, 8));
+  const auto loops2 = upcast_loops(codegen(dw2, {}, cpu).source);
+  ASSERT_FALSE(loops2.empty());
+  for (const auto& [id, unrolled] : loops2) EXPECT_TRUE(unrolled) << id;
   // Without gated loads every upcast loop is unrolled (a register tile).
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
   const auto mm_loops = upcast_loops(codegen(mm, {}, cpu).source);
