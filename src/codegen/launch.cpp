@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
@@ -30,34 +31,13 @@
 namespace vkgrad {
 namespace {
 
-struct Ranges {
-  std::vector<UOp> globals, locals;  // by id
-  bool grouped = false;
-};
-Ranges launch_ranges(const UOp& kernel) {
-  Ranges r;
-  for (const UOp& u : toposort(kernel)) {
-    if (u.op() != Ops::RANGE) continue;
-    const AxisType t = u.arg_as<AxisArg>().type;
-    if (t == AxisType::global) r.globals.push_back(u);
-    if (t == AxisType::local) r.locals.push_back(u);
-    r.grouped = r.grouped || t == AxisType::group_reduce;
-  }
-  auto by_id = [](const UOp& a, const UOp& b) {
-    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
-  };
-  std::sort(r.globals.begin(), r.globals.end(), by_id);
-  std::sort(r.locals.begin(), r.locals.end(), by_id);
-  return r;
-}
-
 // The grid shape of a kernel with LOCAL axes, or nothing where the flat shape applies.
 struct Grid {
   std::array<std::vector<UOp>, 3> dims;  // global ranges per grid dimension, outermost first
   std::array<UOp, 3> locals;             // the LOCAL range of each workgroup dimension, or null
   std::array<uint32_t, 3> groups{1, 1, 1}, local_size{1, 1, 1};
 };
-std::optional<Grid> grid_of(const Ranges& r, const Target& target) {
+std::optional<Grid> grid_of(const RangeInfo& r, const Target& target) {
   if (!target.grid || r.locals.empty() || r.grouped || r.locals.size() > 3) return std::nullopt;
   Grid g;
   int64_t invocations = 1;
@@ -97,12 +77,11 @@ void digits_of(const UOp& index, const std::vector<UOp>& ranges,
 }
 
 // The flat shape's ranges: every global and LOCAL range, in id order.
-std::vector<UOp> flat_ranges(const Ranges& r) {
-  std::vector<UOp> all = r.globals;
-  all.insert(all.end(), r.locals.begin(), r.locals.end());
-  std::sort(all.begin(), all.end(), [](const UOp& a, const UOp& b) {
-    return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id;
-  });
+std::vector<UOp> flat_ranges(const RangeInfo& r) {
+  std::vector<UOp> all;
+  std::merge(
+      r.globals.begin(), r.globals.end(), r.locals.begin(), r.locals.end(), std::back_inserter(all),
+      [](const UOp& a, const UOp& b) { return a.arg_as<AxisArg>().id < b.arg_as<AxisArg>().id; });
   return all;
 }
 
@@ -110,7 +89,7 @@ std::vector<UOp> flat_ranges(const Ranges& r) {
 
 void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target,
                  Program& p) {
-  const Ranges r = launch_ranges(kernel);
+  const RangeInfo r = collect_ranges(kernel);
   if (const std::optional<Grid> g = grid_of(r, target)) {
     p.local_size = g->local_size;
     p.groups = g->groups;
@@ -146,7 +125,7 @@ void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& 
 // store to gid.
 UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (!target.threads) return kernel;
-  const Ranges r = launch_ranges(kernel);
+  const RangeInfo r = collect_ranges(kernel);
   std::unordered_map<UOp, UOp, UOpHash> with;
   if (const std::optional<Grid> g = grid_of(r, target)) {
     for (int d = 0; d < 3; ++d) {

@@ -263,11 +263,9 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   const DType d = r.dtype();
   // Preloading targets keep one accumulator per output and walk the unroll ranges inside the
   // register nest (registers are scarce; other lanes hide the add latency).
-  const std::vector<UOp> outer = acc_dims(r, false), all = acc_dims(r, !preload());
-  std::vector<UOp> regs = all;
-  if (preload())
-    for (size_t i = 1; i < r.src().size(); ++i)
-      if (r.src(i).arg_as<AxisArg>().type == AxisType::unroll) regs.push_back(r.src(i));
+  // regs: the upcast and unroll ranges the body's register nest walks.
+  const std::vector<UOp> outer = acc_dims(r, false), regs = acc_dims(r, true);
+  const std::vector<UOp>& all = preload() ? outer : regs;
   std::vector<UOp> loops;
   for (size_t i = 1; i < r.src().size(); ++i)
     if (r.src(i).arg_as<AxisArg>().type != AxisType::unroll) loops.push_back(r.src(i));

@@ -16,6 +16,8 @@ RangeInfo collect_ranges(const UOp& ast) {
       info.next_id = std::max(info.next_id, a.id + 1);
       if (a.type == AxisType::global) info.globals.push_back(u);
       if (a.type == AxisType::reduce) info.reduces.push_back(u);
+      if (a.type == AxisType::local) info.locals.push_back(u);
+      info.grouped = info.grouped || a.type == AxisType::group_reduce;
     }
     if (u.op() == Ops::LOAD) info.load_indices.push_back(u.src(0).src(1));
   }
@@ -24,6 +26,7 @@ RangeInfo collect_ranges(const UOp& ast) {
   };
   std::sort(info.globals.begin(), info.globals.end(), by_id);
   std::sort(info.reduces.begin(), info.reduces.end(), by_id);
+  std::sort(info.locals.begin(), info.locals.end(), by_id);
   return info;
 }
 

@@ -290,15 +290,12 @@ class CRenderer : public Linearizer {
   // along it reads consecutive elements (a stride-1 window; a stride-2 one would become
   // gathers, slower than the unrolled branches); else null.
   const UOp vectorized_ = [this] {
-    UOp last;
+    const std::vector<UOp> upcasts = ranges_of(AxisType::upcast);
     std::vector<UOp> gated;
-    for (const UOp& u : topo_) {
-      if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::upcast &&
-          (!last || u.arg_as<AxisArg>().id > last.arg_as<AxisArg>().id))
-        last = u;
+    for (const UOp& u : topo_)
       if (u.op() == Ops::LOAD && u.src(0).src().size() > 2) gated.push_back(u.src(0).src(1));
-    }
-    if (!last || gated.empty()) return UOp{};
+    if (upcasts.empty() || gated.empty()) return UOp{};
+    const UOp& last = upcasts.back();
     for (const UOp& idx : gated) {
       const UOp step = simplify(substitute(idx, {{last, last + last.const_like(1)}}) - idx);
       if (!step.is_const(0) && !step.is_const(1)) return UOp{};
