@@ -38,7 +38,7 @@ struct Grid {
   std::array<uint32_t, 3> groups{1, 1, 1}, local_size{1, 1, 1};
 };
 std::optional<Grid> grid_of(const RangeInfo& r, const Target& target) {
-  if (!target.grid || r.locals.empty() || r.grouped || r.locals.size() > 3) return std::nullopt;
+  if (!target.grid || r.locals.empty() || r.group || r.locals.size() > 3) return std::nullopt;
   Grid g;
   int64_t invocations = 1;
   for (size_t i = 0; i < r.locals.size(); ++i) {
@@ -87,8 +87,7 @@ std::vector<UOp> flat_ranges(const RangeInfo& r) {
 
 }  // namespace
 
-void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target,
-                 Program& p) {
+void plan_launch(const UOp& kernel, const Target& target, Program& p) {
   const RangeInfo r = collect_ranges(kernel);
   if (const std::optional<Grid> g = grid_of(r, target)) {
     p.local_size = g->local_size;
@@ -106,23 +105,19 @@ void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& 
                                     v.arg_as<VarArg>().name));
   int64_t local = std::min<int64_t>(64, target.max_workgroup_invocations);
   while (local > 1 && local / 2 >= max_total) local /= 2;
-  for (const Opt& o : opts)
-    if (o.op == OptOp::GROUP) local = o.amount;
-  if (r.grouped &&
-      std::none_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; }))
-    throw InternalError("plan_launch: a grouped reduction without its GROUP opt");
+  if (r.group) local = range_size(r.group);
   p.local_size = {static_cast<uint32_t>(local), 1, 1};
-  const int64_t groups = r.grouped ? max_total : (max_total + local - 1) / local;
+  const int64_t groups = r.group ? max_total : (max_total + local - 1) / local;
   p.groups = group_grid(groups, target.max_group_count);
-  if (!total.is_const())
-    p.launch_size = r.grouped ? total : simplify((total + (local - 1)) / local);
+  if (!total.is_const()) p.launch_size = r.group ? total : simplify((total + (local - 1)) / local);
 }
 
 // The grid shape: LOCAL ranges become SPECIAL("lidx<d>"), global ranges SPECIAL("gidx<d>") or
 // its digits. The flat shape: every range becomes its digit of the flat invocation index
 // SPECIAL("gid") (outermost first: r_i = (gid / prod(sizes inside i)) % size_i, the outermost
 // without the modulo); once the pipeline simplifies the index math, a store to r0 * n1 + r1 is a
-// store to gid.
+// store to gid. A grouped reduction's ranges are digits of the workgroup's index SPECIAL("wgid")
+// (group_reductions then makes its lanes SPECIAL("lidx0")).
 UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (!target.threads) return kernel;
   const RangeInfo r = collect_ranges(kernel);
@@ -144,7 +139,7 @@ UOp gpu_dims(const UOp& kernel, const Target& target) {
   if (all.empty()) return kernel;
   UOp total = UOp::const_(dtypes::index, int64_t{1});
   for (const UOp& u : all) total = total * u.src(0);
-  digits_of(UOp::special("gid", simplify(total)), all, with);
+  digits_of(UOp::special(r.group ? "wgid" : "gid", simplify(total)), all, with);
   return substitute(kernel, with);
 }
 

@@ -1,6 +1,7 @@
 // codegen: the shared loop structure of the C and GLSL renderers (see linearize.hpp).
 #include "codegen/linearize.hpp"
 
+#include <fmt/args.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -138,11 +139,13 @@ std::string Linearizer::inline_expr(const UOp& e, const Names& names) const {
     if (local.count(u.get()) || u.op() == Ops::CONST || u.op() == Ops::RANGE ||
         u.op() == Ops::SPECIAL || u.op() == Ops::DEFINE_VAR)
       continue;
-    std::vector<std::string> s;
-    for (const UOp& x : u.src()) s.push_back(operand(x, local));
-    local[u.get()] = alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
+    local[u.get()] = expr(u, local);
   }
   return operand(e, local);
+}
+
+std::string Linearizer::barrier(int) const {
+  throw InternalError("codegen: a BARRIER for a language without shared memory");
 }
 
 std::string Linearizer::combine(Ops op, DType d, const std::string& a, const std::string& b) const {
@@ -164,6 +167,11 @@ std::string Linearizer::expr(const UOp& u, const Names& names) const {
   for (const UOp& src : u.src()) s.push_back(operand(src, names));
   if (u.op() == Ops::CAST) return cast(u.src(0).dtype(), u.dtype(), s[0]);
   if (u.op() == Ops::BITCAST) return bitcast(u.src(0).dtype(), u.dtype(), s[0]);
+  if (u.op() == Ops::CUSTOM) {  // the language's own text, its operands as {0}, {1}, ...
+    fmt::dynamic_format_arg_store<fmt::format_context> args;
+    for (const std::string& x : s) args.push_back(x);
+    return fmt::vformat(u.arg_as<std::string>(), args);
+  }
   return alu(u.op(), u.dtype(), u.src(0).dtype(), s, &u);
 }
 
@@ -173,6 +181,11 @@ void Linearizer::emit_nodes(const std::vector<UOp>& nodes, int depth, std::strin
     if (names.count(u.get())) continue;
     if (u.op() == Ops::REDUCE) {
       names[u.get()] = reduce_ref(u);
+      continue;
+    }
+    if (u.op() == Ops::STORE || u.op() == Ops::BARRIER) {  // shared memory: statements
+      out += u.op() == Ops::STORE ? store(u, names, depth) : barrier(depth);
+      names[u.get()] = "";
       continue;
     }
     if (u.op() == Ops::GEP) {  // a vector's element: read where it is used
@@ -286,9 +299,18 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   int dep = emit_nest(all, {}, depth, out, none);
   out += fmt::format("{}{}{} = {};\n", indent(dep), acc, dims_ref(all), identity(op, d));
   close(dep, depth, out);
+  // What the body needs of earlier reductions' results outside this one's loops and registers
+  // comes first, at the body's top level, where later scopes see it too.
+  uint64_t inner = reduce_mask_.at(r.get()) | upcast_mask_;
+  for (const UOp& x : all_ranges_)
+    if (x.arg_as<AxisArg>().type == AxisType::unroll)
+      inner |= uint64_t{1} << x.arg_as<AxisArg>().id;
+  std::vector<UOp> pre, body;
+  for (const UOp& u : needed(
+           {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false))
+    (deps(u) & inner ? body : pre).push_back(u);
+  emit_nodes(pre, depth, out, head_names_);
   Names names = head_names_;
-  const auto body = needed(
-      {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
   if (preload()) {
     uint64_t mask = 0;
     for (const UOp& x : regs) mask |= uint64_t{1} << x.arg_as<AxisArg>().id;

@@ -6,7 +6,9 @@
 // Loop structure (a kernel never nests reductions: the scheduler realizes those):
 //   [global ranges: loops (C) or the invocation index (GLSL), opened by the language]
 //     head:      values that depend on no upcast range and no reduction
-//     per REDUCE: acc[upcast dims][unroll dims] = identity;
+//     per REDUCE: what it needs of earlier reductions' results outside its loops (a grouped
+//                 reduction's shared-memory fold: stores, barriers, loads);
+//                 acc[upcast dims][unroll dims] = identity;
 //                 for reduce ranges { [preload: ldN[dims] = loads;]
 //                                     for upcast/unroll ranges { body; acc = acc op value } }
 //                 red[upcast dims] = fold of acc over the unroll dims
@@ -64,6 +66,9 @@ class Linearizer {
   virtual std::string load(const UOp& ld, const Names& names) const = 0;
   // The statement storing the kernel's result (the index and value are already computed).
   virtual std::string store(const UOp& st, const Names& names, int depth) const = 0;
+  // The statement making the workgroup's shared-memory stores visible to its later loads
+  // (BARRIER; targets with local memory).
+  virtual std::string barrier(int depth) const;
   // The line(s) opening a loop over range `r`, ending in "{\n".
   virtual std::string loop_open(const UOp& r, int depth) const = 0;
   // Emit each node in a loop nest at the outermost level where its ranges exist (loop-invariant
@@ -140,10 +145,13 @@ std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
     if (u.op() == Ops::SPECIAL) continue;  // its size is the launch's, not the kernel's to compute
     for (const UOp& s : u.src()) stack.push_back(s);
   }
+  // The kernel's own store is the epilogue's; a store to shared memory is a statement among the
+  // nodes.
   auto is_inline = [](const UOp& u) {
     return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
-           u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::INDEX ||
-           u.op() == Ops::SINK || u.op() == Ops::STORE;
+           u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL ||
+           u.op() == Ops::DEFINE_LOCAL || u.op() == Ops::INDEX || u.op() == Ops::SINK ||
+           (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL);
   };
   std::vector<UOp> out;
   for (const UOp& u : topo_)

@@ -16,6 +16,7 @@
 #include "ir/graph_rewrite.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "ir/upat.hpp"
+#include "sched/indexing.hpp"
 
 namespace vkgrad {
 namespace {
@@ -76,6 +77,43 @@ UOp apply_splits(const UOp& ast, int64_t next_id,
 
 bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// GROUP(0, L): the reduce ranges, flattened to f in [0, N), become f = j * L + g with g a
+// group_reduce range of L lanes and j a reduce range of ceil(N / L) steps: lane g folds f = g,
+// g + L, g + 2L, ... (neighbouring lanes read neighbouring elements). Where L does not divide N,
+// the steps past N read element 0 and contribute the identity.
+UOp apply_group(const UOp& ast, const RangeInfo& info, int64_t lanes) {
+  UOp n = UOp::const_(dtypes::index, int64_t{1});
+  for (const UOp& r : info.reduces) n = n * r.src(0);
+  n = simplify(n);
+  const bool exact = n.is_const() && std::get<int64_t>(n.const_value()) % lanes == 0;
+  const UOp steps = simplify((n + (lanes - 1)) / lanes);
+  const UOp g = UOp::range(lanes, info.next_id + 1, AxisType::group_reduce);
+  const UOp j = steps.is_const(1) ? UOp{} : UOp::range(steps, info.next_id, AxisType::reduce);
+  const UOp flat = j ? j * lanes + g : g;
+  const UOp in_range = flat.lt(n);
+  const UOp at = exact ? flat : in_range.where(flat, UOp::const_(dtypes::index, int64_t{0}));
+  std::unordered_map<UOp, UOp, UOpHash> digits;
+  UOp inner = UOp::const_(dtypes::index, int64_t{1});
+  for (size_t i = info.reduces.size(); i-- > 0;) {
+    const UOp& r = info.reduces[i];
+    UOp d = inner.is_const(1) ? at : at / inner;
+    if (i > 0) d = d % r.src(0);
+    digits.emplace(r, d);
+    inner = simplify(inner * r.src(0));
+  }
+  std::unordered_map<UOp, UOp, UOpHash> with;
+  for (const UOp& r : toposort(ast)) {
+    if (r.op() != Ops::REDUCE) continue;
+    UOp body = substitute(r.src(0), digits);
+    if (!exact) body = in_range.where(body, reduce_identity(r.arg_as<Ops>(), r.dtype()));
+    std::vector<UOp> src{body};
+    if (j) src.push_back(j);
+    src.push_back(g);
+    with.emplace(r, r.replace(std::move(src)));
+  }
+  return substitute(ast, with);
+}
+
 }  // namespace
 
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes) {
@@ -110,6 +148,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   int64_t upcast = 1, lanes = 1;
   std::vector<int> local_axes;
   bool group = false;
+  int64_t group_lanes = 0;
   for (const Opt& o : opts) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
@@ -174,6 +213,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
           fail(fmt::format("{} bytes of shared memory, over the target's {}",
                            group_shared_bytes(ast, o.amount), target.max_shared_bytes));
         group = true;
+        group_lanes = o.amount;
         break;
       case OptOp::GEMM:
         if (!target.gemm) fail("the target renders no packed GEMM");
@@ -183,12 +223,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         return ast;
     }
   }
-  if (group) {
-    std::unordered_map<UOp, UOp, UOpHash> with;
-    for (const UOp& r : info.reduces)
-      with.emplace(r, UOp::range(r.src(0), r.arg_as<AxisArg>().id, AxisType::group_reduce));
-    return substitute(ast, with);
-  }
+  if (group) return apply_group(ast, info, group_lanes);
   if (splits.empty()) return ast;
   return apply_splits(ast, info.next_id, splits);
 }

@@ -47,8 +47,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
                [&](const UOp& u) { return decompose_transcendentals(u, target); });
   k = run_pass("decompose", k, [&](const UOp& u) { return decompose(u, target); });
   const bool gemm = p.opts.size() == 1 && p.opts[0].op == OptOp::GEMM;
-  if (target.threads) plan_launch(k, p.opts, target, p);
+  if (target.threads) plan_launch(k, target, p);
   k = run_pass("gpu_dims", k, [&](const UOp& u) { return gpu_dims(u, target); });
+  k = run_pass("group_reductions", k, [&](const UOp& u) { return group_reductions(u, target); });
   k = run_pass("simplify", k, [](const UOp& u) { return simplify(u); });
   p.uops = toposort(k);
   p.vars = var_args(k);

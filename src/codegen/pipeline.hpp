@@ -40,11 +40,15 @@ UOp fold_vectors(const UOp& kernel, const Target& target);
 // global axes; else the workgroup size (GROUP's amount, else 64 lanes, fewer for tiny kernels),
 // the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math is int32
 // in shaders: an index space or a variable beyond it is a DeviceError.
-void plan_launch(const UOp& kernel, const std::vector<Opt>& opts, const Target& target, Program& p);
+void plan_launch(const UOp& kernel, const Target& target, Program& p);
 // Threads targets: the ranges become the launch's SPECIALs (launch.cpp): gidx<d> and lidx<d> on a
 // grid, else digits of the flat invocation index gid; the printer defines them from the launch
 // plan_launch chose.
 UOp gpu_dims(const UOp& kernel, const Target& target);
+// A grouped reduction (Opt GROUP) as the workgroup's lanes folding their partial results in
+// shared memory: DEFINE_LOCAL, STOREs, BARRIERs and LOADs, and subgroup operations as CUSTOM
+// where the target has them (group.cpp).
+UOp group_reductions(const UOp& kernel, const Target& target);
 // Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
 // AST), the kernel is rendered as a packed GEMM.
 void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p);

@@ -17,7 +17,7 @@ RangeInfo collect_ranges(const UOp& ast) {
       if (a.type == AxisType::global) info.globals.push_back(u);
       if (a.type == AxisType::reduce) info.reduces.push_back(u);
       if (a.type == AxisType::local) info.locals.push_back(u);
-      info.grouped = info.grouped || a.type == AxisType::group_reduce;
+      if (a.type == AxisType::group_reduce) info.group = u;
     }
     if (u.op() == Ops::LOAD) info.load_indices.push_back(u.src(0).src(1));
   }

@@ -12,7 +12,7 @@ namespace vkgrad {
 struct RangeInfo {
   std::vector<UOp> globals, reduces;  // by id
   std::vector<UOp> locals;            // LOCAL's workgroup ranges, by id
-  bool grouped = false;               // a reduction is split over a workgroup (GROUP)
+  UOp group;                          // GROUP's lanes (a group_reduce range), or null
   std::vector<UOp> load_indices;      // index expressions of every LOAD
   int64_t next_id = 0;                // above every range id of the kernel
 };

@@ -11,11 +11,10 @@
 // shape from gl_NumWorkGroups instead of baking it in, since the runtime sizes the grid per
 // launch, and always returns past the symbolic total. Variables are push constants `int
 // vars[]` (after the device addresses in the VKG_BDA variant), so their bounds must fit int32.
-// A grouped reduction (reduce ranges typed group_reduce by Opt GROUP) instead gives each
-// workgroup one output: gid is the workgroup's index and the lanes split the reduction, then
-// fold their partial results: a 32-bit sum within subgroups (subgroupAdd, Target::
-// subgroup_arithmetic) and the subgroups' sums through shared memory after one barrier;
-// otherwise pairwise in shared memory, a barrier per step.
+// A grouped reduction (group_reductions, group.cpp) gives each workgroup one output: its global
+// ranges are digits of SPECIAL("wgid"), the workgroup's flat index, and its lanes are lidx0. Its
+// fold arrives as nodes: shared memory (DEFINE_LOCAL i is `shared T vkg_shared<i>[n]`), gated
+// stores, barriers, and subgroup operations as CUSTOM text.
 // Index math is `int`: a kernel's index space must fit in int32 (plan_launch checks it).
 //
 // Buffers: slot i is `data<i>[]` in binding i of set 0 (`restrict readonly`, slot 0 `restrict
@@ -157,11 +156,7 @@ std::string const_literal(const UOp& c) {
 class GlslRenderer : public Linearizer {
  public:
   GlslRenderer(const UOp& ast, const std::string& name, const Target& target)
-      : Linearizer(ast), name_(name), target_(target) {
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::group_reduce)
-        grouped_ = true;
-  }
+      : Linearizer(ast), name_(name), target_(target) {}
 
   void render(Program& p) {
     check_features();
@@ -169,17 +164,21 @@ class GlslRenderer : public Linearizer {
     // for a symbolic index space, the per-launch size.
     // gid: the flat invocation index (gpu_dims), its size the kernel's index space; or the
     // grid's coordinates gidx<d> and lidx<d>.
+    // wgid: a grouped reduction's flat workgroup index, its lanes lidx0.
     UOp total = UOp::const_(dtypes::index, int64_t{1});
     std::vector<UOp> grid;
+    bool grouped = false;
     for (const UOp& u : topo_)
       if (u.op() == Ops::SPECIAL) {
-        if (u.arg_as<std::string>() == "gid")
+        const std::string& n = u.arg_as<std::string>();
+        if (n == "gid" || n == "wgid")
           total = u.src(0);
         else
           grid.push_back(u);
+        grouped = grouped || n == "wgid";
       }
     const bool symbolic = !total.is_const();
-    local_ = p.local_size[0];
+    const uint32_t local = p.local_size[0];
     std::string body;
     // Variables are push constants, read once.
     for (size_t i = 0; i < vars_.size(); ++i) {
@@ -188,7 +187,7 @@ class GlslRenderer : public Linearizer {
           "  {} {} = {};\n", T, var_names_[i],
           T == "int" ? fmt::format("pc.vars[{}]", i) : fmt::format("{}(pc.vars[{}])", T, i));
     }
-    if (!grid.empty()) {
+    if (!grid.empty() && !grouped) {
       std::sort(grid.begin(), grid.end(), [](const UOp& a, const UOp& b) {
         return a.arg_as<std::string>() < b.arg_as<std::string>();
       });
@@ -199,7 +198,7 @@ class GlslRenderer : public Linearizer {
       }
     } else {
       const int64_t launched =
-          int64_t{p.groups[0]} * p.groups[1] * p.groups[2] * (grouped_ ? 1 : int64_t{local_});
+          int64_t{p.groups[0]} * p.groups[1] * p.groups[2] * (grouped ? 1 : int64_t{local});
       const bool padded = launched != total.vmax();
       // A symbolic launch's grid is chosen per launch: the shader reads its shape.
       const std::string wg =
@@ -212,14 +211,16 @@ class GlslRenderer : public Linearizer {
                     "(int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * {} + "
                     "int(gl_WorkGroupID.z) * {})",
                     p.groups[0], p.groups[0] * p.groups[1]);
-      if (grouped_) {
-        body += fmt::format("  int gid = {};\n", wg);
-        body += "  int lid = int(gl_LocalInvocationID.x);\n";
+      if (grouped) {
+        body += fmt::format("  int wgid = {};\n", wg);
+        body += "  int lidx0 = int(gl_LocalInvocationID.x);\n";
       } else {
-        body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local_);
+        body += fmt::format("  int gid = {} * {} + int(gl_LocalInvocationID.x);\n", wg, local);
       }
+      // (a whole workgroup returns or none: no barrier waits for a lane that left)
       if (padded || symbolic)
-        body += fmt::format("  if (gid >= {}) return;\n", inline_expr(total, {}));
+        body += fmt::format("  if ({} >= {}) return;\n", grouped ? "wgid" : "gid",
+                            inline_expr(total, {}));
     }
     emit_body(1, body);
 
@@ -275,7 +276,10 @@ class GlslRenderer : public Linearizer {
     if (!vars_.empty())
       src += fmt::format("layout(push_constant) uniform Vars {{{} }} pc;\n", var_block);
     src += bound + "#endif\n";
-    src += shared_decls_;
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::DEFINE_LOCAL)
+        src += fmt::format("shared {} vkg_shared{}[{}];\n", type(u.dtype().base()),
+                           u.arg_as<int64_t>(), u.dtype().size());
     src += glsl_functions(helpers_);
     src += fmt::format("// {}\nvoid main() {{\n{}}}\n", name_, body);
     p.source = std::move(src);
@@ -312,6 +316,16 @@ class GlslRenderer : public Linearizer {
     if (s8) extensions_.push_back("GL_EXT_shader_8bit_storage");
     if (s16) extensions_.push_back("GL_EXT_shader_16bit_storage");
     extensions_.push_back("GL_EXT_control_flow_attributes");
+    // Subgroup operations (group_reductions' CUSTOM nodes) and the extension each needs.
+    bool basic = false, arithmetic = false;
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::CUSTOM) {
+        const std::string& t = u.arg_as<std::string>();
+        arithmetic = arithmetic || t.starts_with("subgroupAdd(");
+        basic = basic || t.find("ubgroup") != std::string::npos;
+      }
+    if (basic) extensions_.push_back("GL_KHR_shader_subgroup_basic");
+    if (arithmetic) extensions_.push_back("GL_KHR_shader_subgroup_arithmetic");
   }
 
   // --- the language ---
@@ -474,6 +488,10 @@ class GlslRenderer : public Linearizer {
     const std::string gate = gated ? operand(idx.src(2), names) : "";
     const std::string at = gated ? fmt::format("({} ? {} : 0)", gate, operand(idx.src(1), names))
                                  : operand(idx.src(1), names);
+    if (idx.src(0).op() == Ops::DEFINE_LOCAL) {  // shared memory holds computed values
+      const std::string x = fmt::format("vkg_shared{}[{}]", idx.src(0).arg_as<int64_t>(), at);
+      return gated ? fmt::format("mix({}, {}, {})", zero_of(d), x, gate) : x;
+    }
     if (d.count() > 1) {  // a vector load (fold_vectors) through the buffer's vec4 alias
       const std::string x = fmt::format("data{}_v4[{}]", idx.src(0).arg_as<int64_t>(), at);
       if (!gated) return x;
@@ -527,37 +545,25 @@ class GlslRenderer : public Linearizer {
         return v;
     }
   }
+  // A gated store (a grouped reduction's lane 0, a step of its tree) stores where its gate is on.
   std::string store(const UOp& st, const Names& names, int depth) const override {
     const UOp& index = st.src(0);
-    return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), grouped_ ? "if (lid == 0) " : "",
-                       index.src(0).arg_as<int64_t>(), operand(index.src(1), names),
-                       to_storage(st.src(1).dtype(), operand(st.src(1), names)));
+    const UOp& buf = index.src(0);
+    const std::string gate =
+        index.src().size() > 2 ? fmt::format("if ({}) ", operand(index.src(2), names)) : "";
+    const std::string value = operand(st.src(1), names);
+    if (buf.op() == Ops::DEFINE_LOCAL)
+      return fmt::format("{}{}vkg_shared{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
+                         operand(index.src(1), names), value);
+    return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
+                       operand(index.src(1), names), to_storage(st.src(1).dtype(), value));
   }
+  std::string barrier(int depth) const override { return indent(depth) + "barrier();\n"; }
   std::string loop_open(const UOp& r, int depth) const override {
     const bool unroll = r.arg_as<AxisArg>().type != AxisType::reduce;
     return fmt::format("{0}{1}for (int {2} = 0; {2} < {3}; {2}++) {{\n", indent(depth),
                        unroll ? "[[unroll]] " : "", name_of(r), range_end(r));
   }
-  // The product of the trip counts of ranges[from:], simplified (a constant where they are).
-  static UOp size_of(const std::vector<UOp>& ranges, size_t from) {
-    UOp n = UOp::const_(dtypes::index, int64_t{1});
-    for (size_t i = from; i < ranges.size(); ++i) n = n * ranges[i].src(0);
-    return simplify(n);
-  }
-  // `int <range> = <its digit of the flat index>;` for each range, outermost first.
-  std::string unflatten(const std::vector<UOp>& ranges, const std::string& flat, int depth) const {
-    std::string out;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      const UOp inner = size_of(ranges, i + 1);
-      std::string e = flat;
-      if (!inner.is_const() || std::get<int64_t>(inner.const_value()) > 1)
-        e = fmt::format("({} / {})", flat, inline_expr(inner, {}));
-      if (i > 0) e = fmt::format("{} % {}", e, range_end(ranges[i]));
-      out += fmt::format("{}int {} = {};\n", indent(depth), name_of(ranges[i]), e);
-    }
-    return out;
-  }
-
   // A vector store (fold_vectors): the value is gathered along its range into a vec4, stored
   // after that (innermost upcast) loop.
   void emit_epilogue(int depth, std::string& out) override {
@@ -582,63 +588,11 @@ class GlslRenderer : public Linearizer {
     close(d, depth, out);
   }
 
-  // A grouped reduction: each lane folds a strided part of the flattened reduce ranges, then the
-  // lanes fold their accumulators pairwise in shared memory.
-  void emit_reduce(const UOp& r, int depth, std::string& out) override {
-    if (!grouped_) return Linearizer::emit_reduce(r, depth, out);
-    const int id = static_cast<int>(reduce_id_.size());
-    reduce_id_[r.get()] = id;
-    const Ops op = r.arg_as<Ops>();
-    const DType d = r.dtype();
-    const std::string T = var_type(d), acc = fmt::format("acc{}", id);
-    const std::string red = fmt::format("red{}", id);
-    const std::string sh = fmt::format("vkg_shared{}", id);
-    shared_decls_ += fmt::format("shared {} {}[{}];\n", type(d), sh, local_);
-    std::vector<UOp> loops(r.src().begin() + 1, r.src().end());
-    out += fmt::format("{}{} {} = {};\n", indent(depth), T, acc, identity(op, d));
-    const std::string f = fmt::format("rflat{}", id);
-    out += fmt::format("{0}for (int {1} = lid; {1} < {2}; {1} += {3}) {{\n", indent(depth), f,
-                       inline_expr(size_of(loops, 0), {}), local_);
-    out += unflatten(loops, f, depth + 1);
-    Names names = head_names_;
-    const auto body = needed(
-        {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false);
-    emit_nodes(body, depth + 1, out, names);
-    out += fmt::format("{}{} = {};\n", indent(depth + 1), acc,
-                       combine(op, d, acc, operand(r.src(0), names)));
-    out += fmt::format("{}}}\n", indent(depth));
-    const ScalarType st = d.scalar_type();
-    if (target_.subgroup_arithmetic && op == Ops::ADD && d.count() == 1 &&
-        (st == ScalarType::float32 || st == ScalarType::int32 || st == ScalarType::uint32)) {
-      // Each subgroup folds its lanes (subgroupAdd), one lane stores the subgroup's sum, and
-      // after one barrier every lane adds the subgroups' sums in order.
-      for (const char* e : {"GL_KHR_shader_subgroup_basic", "GL_KHR_shader_subgroup_arithmetic"})
-        if (std::find(extensions_.begin(), extensions_.end(), e) == extensions_.end())
-          extensions_.push_back(e);
-      out += fmt::format("{}{} = subgroupAdd({});\n", indent(depth), acc, acc);
-      out += fmt::format("{}if (subgroupElect()) {}[gl_SubgroupID] = {};\n{}barrier();\n",
-                         indent(depth), sh, acc, indent(depth));
-      out += fmt::format("{}{} {} = {};\n", indent(depth), T, red, identity(op, d));
-      out += fmt::format("{0}for (int s = 0; s < int(gl_NumSubgroups); s++) {1} = {2};\n",
-                         indent(depth), red, combine(op, d, red, sh + "[s]"));
-      return;
-    }
-    out += fmt::format("{}{}[lid] = {};\n{}barrier();\n", indent(depth), sh, acc, indent(depth));
-    out += fmt::format("{0}for (int s = {1}; s > 0; s >>= 1) {{\n", indent(depth), local_ / 2);
-    out += fmt::format("{}if (lid < s) {}[lid] = {};\n", indent(depth + 1), sh,
-                       combine(op, d, sh + "[lid]", sh + "[lid + s]"));
-    out += fmt::format("{}barrier();\n{}}}\n", indent(depth + 1), indent(depth));
-    out += fmt::format("{}{} {} = {}[0];\n", indent(depth), T, red, sh);
-  }
-
   std::string name_;
   const Target& target_;
-  bool grouped_ = false;
-  uint32_t local_ = 1;
   std::vector<std::string> extensions_;
   mutable bool helpers_[kNumGlslFunctions] = {};
   std::map<int64_t, bool> vec_slots_;
-  std::string shared_decls_;
 };
 
 }  // namespace

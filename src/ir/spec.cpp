@@ -143,6 +143,20 @@ const PatternMatcher pm_spec({
            for (size_t i = 1; ok && i < u.src().size(); ++i) ok = u.src(i).op() == Ops::RANGE;
            return verdict(ok);
          }),
+    // Shared memory: a local pointer numbered by its argument; a barrier orders stores to it.
+    rule(UPat::op(Ops::DEFINE_LOCAL, {}).named("x"),
+         [](const Match& m) {
+           const DType d = m[x].dtype();
+           return verdict(d.is_ptr() && d.addrspace() == AddrSpace::local && d.size() > 0 &&
+                          std::holds_alternative<int64_t>(m[x].arg()));
+         }),
+    rule(UPat::op(Ops::BARRIER).named("x"),
+         [](const Match& m) {
+           const UOp& u = m[x];
+           bool ok = u.dtype().is_void() && !u.src().empty();
+           for (const UOp& s : u.src()) ok = ok && s.op() == Ops::STORE;
+           return verdict(ok);
+         }),
     // Tensor-level and structural ops are checked by the passes that create them.
     rule(UPat::ops(OpSet{Ops::GROUP,
                          Ops::NOOP,
@@ -163,9 +177,7 @@ const PatternMatcher pm_spec({
                          Ops::VIEW,
                          Ops::REDUCE_AXIS,
                          Ops::REDUCE,
-                         Ops::DEFINE_LOCAL,
                          Ops::DEFINE_REG,
-                         Ops::BARRIER,
                          Ops::IF,
                          Ops::ENDIF,
                          Ops::WMMA,

@@ -42,11 +42,11 @@ TEST(Launch, PlanLaunchPicksTheWorkgroupAndTheGrid) {
   const Target gpu = full_target();
   const UOp small = scheduled_kernel(input({5, 7}) + 1.0);
   Program p;
-  plan_launch(small, {}, gpu, p);
+  plan_launch(small, gpu, p);
   EXPECT_EQ(p.local_size[0], 64u);  // 35 invocations: 64 is the smallest that halves past 35
   EXPECT_EQ(p.groups[0], 1u);
   const UOp big = scheduled_kernel(input({1 << 12, 1 << 12}) + 1.0);
-  plan_launch(big, {}, gpu, p);
+  plan_launch(big, gpu, p);
   EXPECT_EQ(p.local_size[0], 64u);
   // 262144 groups, over 65535: a 2-D grid covering them (padding invocations return early).
   EXPECT_GT(p.groups[1], 1u);
@@ -62,7 +62,7 @@ TEST(Launch, LocalAxesMakeAGridOfWorkgroups) {
   const std::vector<Opt> opts{{OptOp::LOCAL, 3, 4}, {OptOp::LOCAL, 2, 2}};
   const UOp split = apply_opts(k, opts, gpu);
   Program p;
-  plan_launch(split, opts, gpu, p);
+  plan_launch(split, gpu, p);
   EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{4, 2, 1}));
   EXPECT_EQ(p.groups, (std::array<uint32_t, 3>{3, 4, 15}));
   std::vector<std::string> names;
@@ -74,7 +74,7 @@ TEST(Launch, LocalAxesMakeAGridOfWorkgroups) {
   Target small = gpu;
   small.max_group_count[2] = 8;
   Program q;
-  plan_launch(split, opts, small, q);
+  plan_launch(split, small, q);
   EXPECT_EQ(q.local_size, (std::array<uint32_t, 3>{64, 1, 1}));
   int specials = 0;
   for (const UOp& u : toposort(gpu_dims(split, small)))

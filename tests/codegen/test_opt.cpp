@@ -72,11 +72,19 @@ TEST(Opt, UpcastAndUnrollSplitTheirAxis) {
     EXPECT_NO_THROW(codegen(k, {.opts = std::vector<Opt>{{OptOp::UNROLL, 0, 64}}}, t));
 }
 
-TEST(Opt, GroupMakesEveryReduceRangeAGroupReduce) {
+TEST(Opt, GroupSplitsTheReductionIntoStepsAndLanes) {
   const UOp k = scheduled_kernel(input({4, 4096}).sum(1));
   const UOp g = apply_opts(k, {{OptOp::GROUP, 0, 128}}, full_target());
-  EXPECT_EQ(ranges(g),
-            (std::vector<std::pair<A, int64_t>>{{A::global, 4}, {A::group_reduce, 4096}}));
+  EXPECT_EQ(ranges(g), (std::vector<std::pair<A, int64_t>>{
+                           {A::global, 4}, {A::reduce, 32}, {A::group_reduce, 128}}));
+  // Reduce axes flattened; where the lanes do not divide them, the last step is gated.
+  const UOp odd = scheduled_kernel(input({4, 10, 100}).sum({1, 2}));
+  const UOp h = apply_opts(odd, {{OptOp::GROUP, 0, 128}}, full_target());
+  EXPECT_EQ(ranges(h), (std::vector<std::pair<A, int64_t>>{
+                           {A::global, 4}, {A::reduce, 8}, {A::group_reduce, 128}}));
+  const std::vector<UOp> nodes = toposort(h);
+  EXPECT_TRUE(
+      std::any_of(nodes.begin(), nodes.end(), [](const UOp& u) { return u.op() == Ops::WHERE; }));
   const Program p = codegen(k, {.opts = std::vector<Opt>{{OptOp::GROUP, 0, 128}}}, full_target());
   EXPECT_EQ(p.local_size[0], 128u);
   EXPECT_EQ(p.groups[0], 4u);

@@ -20,20 +20,36 @@ layout(set = 0, binding = 1, std430) restrict readonly buffer B1 { float data1[]
 shared float vkg_shared0[256];
 // r_4_4096
 void main() {
-  int gid = int(gl_WorkGroupID.x);
-  int lid = int(gl_LocalInvocationID.x);
-  int v0 = (gid * 4096);
-  precise float acc0 = 0.0;
-  for (int rflat0 = lid; rflat0 < 4096; rflat0 += 256) {
-    int ridx1 = rflat0;
-    int v1 = (v0 + ridx1);
-    precise float v2 = data1[v1];
-    acc0 = (acc0 + v2);
+  int wgid = int(gl_WorkGroupID.x);
+  int lidx0 = int(gl_LocalInvocationID.x);
+  bool v0 = (lidx0 == 0);
+  int v1 = int(gl_NumSubgroups);
+  int v2 = int(gl_SubgroupID);
+  bool v3 = subgroupElect();
+  int v4 = (wgid * 4096);
+  int v5 = (lidx0 + v4);
+  precise float acc0;
+  acc0 = 0.0;
+  for (int ridx2 = 0; ridx2 < 16; ridx2++) {
+    int v6 = (ridx2 * 256);
+    int v7 = (v5 + v6);
+    precise float v8 = data1[v7];
+    acc0 = (acc0 + v8);
   }
-  acc0 = subgroupAdd(acc0);
-  if (subgroupElect()) vkg_shared0[gl_SubgroupID] = acc0;
+  precise float red0;
+  red0 = 0.0;
+  red0 = (red0 + acc0);
+  precise float acc1;
+  acc1 = 0.0;
+  precise float v9 = subgroupAdd(red0);
+  if (v3) vkg_shared0[v2] = v9;
   barrier();
-  precise float red0 = 0.0;
-  for (int s = 0; s < int(gl_NumSubgroups); s++) red0 = (red0 + vkg_shared0[s]);
-  if (lid == 0) data0[gid] = red0;
+  for (int ridx4 = 0; ridx4 < int(gl_NumSubgroups); ridx4++) {
+    precise float v10 = vkg_shared0[ridx4];
+    acc1 = (acc1 + v10);
+  }
+  precise float red1;
+  red1 = 0.0;
+  red1 = (red1 + acc1);
+  if (v0) data0[wgid] = red1;
 }
