@@ -21,4 +21,11 @@ inline UOp scheduled_kernel(const Tensor& t) {
 
 inline Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, "CPU"); }
 
+// How many nodes of `op` the kernel has.
+inline int count_ops(const UOp& k, Ops op) {
+  int n = 0;
+  for (const UOp& u : toposort(k)) n += u.op() == op;
+  return n;
+}
+
 }  // namespace vkgrad

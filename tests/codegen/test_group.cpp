@@ -14,12 +14,6 @@
 namespace vkgrad {
 namespace {
 
-int count(const UOp& k, Ops op) {
-  int n = 0;
-  for (const UOp& u : toposort(k)) n += u.op() == op;
-  return n;
-}
-
 // The kernel of `t` grouped over `lanes`, as the pipeline lowers it up to this pass.
 UOp grouped(const Tensor& t, int64_t lanes, const Target& target) {
   const UOp k = apply_opts(scheduled_kernel(t), {{OptOp::GROUP, 0, lanes}}, target);
@@ -42,9 +36,9 @@ TEST(Group, LanesFoldThroughSharedMemoryInATree) {
       EXPECT_EQ(u.dtype(), dtypes::float32.ptr(128, AddrSpace::local));
     }
   }
-  EXPECT_EQ(count(k, Ops::DEFINE_LOCAL), 1);
-  EXPECT_EQ(count(k, Ops::BARRIER), 8);  // after the lanes' stores and after each of 7 steps
-  EXPECT_EQ(count(k, Ops::REDUCE), 1);   // each lane's own part
+  EXPECT_EQ(count_ops(k, Ops::DEFINE_LOCAL), 1);
+  EXPECT_EQ(count_ops(k, Ops::BARRIER), 8);  // after the lanes' stores and after each of 7 steps
+  EXPECT_EQ(count_ops(k, Ops::REDUCE), 1);   // each lane's own part
   // Lane 0 stores the result.
   const UOp& index = k.src(0).src(0);
   ASSERT_EQ(index.src().size(), 3u);
@@ -57,14 +51,14 @@ TEST(Group, SumsFoldWithinSubgroupsFirst) {
   const Target gpu = full_target();
   ASSERT_TRUE(gpu.subgroup_arithmetic);
   const UOp k = grouped(input({4, 4096}).sum(1), 256, gpu);
-  EXPECT_EQ(count(k, Ops::BARRIER), 1);
-  EXPECT_EQ(count(k, Ops::REDUCE), 2);  // the lane's part, then the subgroups' sums
+  EXPECT_EQ(count_ops(k, Ops::BARRIER), 1);
+  EXPECT_EQ(count_ops(k, Ops::REDUCE), 2);  // the lane's part, then the subgroups' sums
   bool add = false;
   for (const UOp& u : toposort(k))
     if (u.op() == Ops::CUSTOM) add = add || u.arg_as<std::string>() == "subgroupAdd({0})";
   EXPECT_TRUE(add);
   // A max keeps the tree: its NaN rule is ours, not subgroupMax's.
-  EXPECT_EQ(count(grouped(input({4, 4096}).max(1), 256, gpu), Ops::BARRIER), 9);
+  EXPECT_EQ(count_ops(grouped(input({4, 4096}).max(1), 256, gpu), Ops::BARRIER), 9);
 }
 
 TEST(Group, OnlyGroupedKernelsChange) {

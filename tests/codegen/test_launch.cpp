@@ -12,17 +12,11 @@
 namespace vkgrad {
 namespace {
 
-int count(const UOp& k, Ops op) {
-  int n = 0;
-  for (const UOp& u : toposort(k)) n += u.op() == op;
-  return n;
-}
-
 TEST(Launch, GlobalRangesBecomeDigitsOfTheInvocationIndex) {
   const Target gpu = full_target();
   const UOp k = scheduled_kernel(input({5, 7}).transpose() * 2.0);  // (7, 5): two global axes
   const UOp d = simplify(gpu_dims(k, gpu));  // as the pipeline's next pass does
-  EXPECT_EQ(count(d, Ops::SPECIAL), 1);
+  EXPECT_EQ(count_ops(d, Ops::SPECIAL), 1);
   for (const UOp& u : toposort(d))
     if (u.op() == Ops::RANGE) ADD_FAILURE() << "a range is left";
   for (const UOp& u : toposort(d))
