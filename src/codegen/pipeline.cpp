@@ -74,7 +74,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
     p.parallel_size = axes.globals[0].src(0).vmax();
     if (range_size(axes.globals[0]) < 0) p.launch_size = axes.globals[0].src(0);
   }
-  render_c(k, p.name, plan ? &*plan : nullptr, p);
+  render_c(k, p.name, plan ? &*plan : nullptr, plan ? UOp{} : vector_loop(k), p);
   return p;
 }
 

@@ -49,9 +49,15 @@ UOp gpu_dims(const UOp& kernel, const Target& target);
 // shared memory: DEFINE_LOCAL, STOREs, BARRIERs and LOADs, and subgroup operations as CUSTOM
 // where the target has them (group.cpp).
 UOp group_reductions(const UOp& kernel, const Target& target);
+// C targets: the innermost upcast range of a kernel with gated loads, to be vectorized by the C
+// compiler instead of unrolled, where those loads read consecutive elements along it; else null
+// (vectorize.cpp).
+UOp vector_loop(const UOp& kernel);
 // Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
-// AST), the kernel is rendered as a packed GEMM.
-void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p);
+// AST), the kernel is rendered as a packed GEMM; `vector_loop`'s loop (or none) is left to the C
+// compiler's vectorizer, every other upcast and unroll loop unrolled.
+void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, const UOp& vector_loop,
+              Program& p);
 // Fills p.source and the buffer fields (writes, num_buffers, push_bytes) from the planned launch.
 void render_glsl(const UOp& ast, const std::string& name, const Target& target, Program& p);
 std::string kernel_name(const UOp& ast);

@@ -173,7 +173,8 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
 
 class CRenderer : public Linearizer {
  public:
-  CRenderer(const UOp& ast, const std::string& name) : Linearizer(ast), name_(name) {}
+  CRenderer(const UOp& ast, const std::string& name, const UOp& vector_loop)
+      : Linearizer(ast), name_(name), vector_loop_(vector_loop) {}
 
   void render(Program& p, const GemmPlan* gemm) {
     std::string body;
@@ -274,34 +275,17 @@ class CRenderer : public Linearizer {
     return fmt::format("{}data{}[{}] = {};\n", indent(depth), index.src(0).arg_as<int64_t>(),
                        operand(index.src(1), names), value);
   }
-  // Upcast and unroll loops are unrolled (their accumulators become registers), except the
-  // innermost upcast loop of a kernel with gated loads (a pad's, a window's): fully unrolled,
-  // each gated load is a branch; vectorized, a row of them is one masked vector load (a
-  // depthwise 3x3 conv at 112 x 112: 1.07 -> 0.4 ms). Clang would still unroll a short one (8
-  // iterations) before its loop vectorizer sees it, so the loop says so (GCC ignores the pragma).
+  // Upcast and unroll loops are unrolled (their accumulators become registers), except the one
+  // the pipeline leaves to the C compiler's loop vectorizer (vector_loop): clang would still
+  // unroll a short one (8 iterations) before its vectorizer sees it, so the loop says so (GCC
+  // ignores the pragma).
   std::string loop_open(const UOp& r, int depth) const override {
-    const char* pragma = r == vectorized_                               ? kVectorize
+    const char* pragma = r == vector_loop_                              ? kVectorize
                          : r.arg_as<AxisArg>().type != AxisType::reduce ? kUnroll
                                                                         : "";
     return fmt::format("{0}{1}for (int64_t {2} = 0; {2} < {3}; {2}++) {{\n", pragma, indent(depth),
                        name_of(r), range_end(r));
   }
-  // The innermost upcast range of a kernel with gated loads, where each of them that moves
-  // along it reads consecutive elements (a stride-1 window; a stride-2 one would become
-  // gathers, slower than the unrolled branches); else null.
-  const UOp vectorized_ = [this] {
-    const std::vector<UOp> upcasts = ranges_of(AxisType::upcast);
-    std::vector<UOp> gated;
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::LOAD && u.src(0).src().size() > 2) gated.push_back(u.src(0).src(1));
-    if (upcasts.empty() || gated.empty()) return UOp{};
-    const UOp& last = upcasts.back();
-    for (const UOp& idx : gated) {
-      const UOp step = simplify(substitute(idx, {{last, last + last.const_like(1)}}) - idx);
-      if (!step.is_const(0) && !step.is_const(1)) return UOp{};
-    }
-    return last;
-  }();
 
   // A packed, blocked GEMM (the plan's comment in pipeline.hpp; BLIS's loop structure):
   //   for batch, for column blocks jc (nc):  pack B[all k, jc block] into strips of nr columns
@@ -521,12 +505,14 @@ class CRenderer : public Linearizer {
   }
 
   std::string name_;
+  UOp vector_loop_;
 };
 
 }  // namespace
 
-void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, Program& p) {
-  CRenderer(ast, name).render(p, gemm);
+void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, const UOp& vector_loop,
+              Program& p) {
+  CRenderer(ast, name, vector_loop).render(p, gemm);
 }
 
 namespace {

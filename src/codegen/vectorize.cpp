@@ -94,4 +94,25 @@ UOp fold_vectors(const UOp& kernel, const Target& target) {
   return out;
 }
 
+// A row of gated loads (a pad's, a window's) unrolled is a branch per load; left to the C
+// compiler's loop vectorizer, it is one masked vector load (a depthwise 3x3 conv at 112 x 112:
+// 1.07 -> 0.4 ms). Only where every gated load that moves along the loop reads consecutive
+// elements: at stride 2 a vector of them is a gather, slower than the unrolled branches.
+UOp vector_loop(const UOp& kernel) {
+  UOp last;
+  std::vector<UOp> gated;
+  for (const UOp& u : toposort(kernel)) {
+    if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::upcast &&
+        (!last || u.arg_as<AxisArg>().id > last.arg_as<AxisArg>().id))
+      last = u;
+    if (u.op() == Ops::LOAD && u.src(0).src().size() > 2) gated.push_back(u.src(0).src(1));
+  }
+  if (!last || gated.empty()) return UOp{};
+  for (const UOp& idx : gated) {
+    const UOp step = simplify(substitute(idx, {{last, last + last.const_like(1)}}) - idx);
+    if (!step.is_const(0) && !step.is_const(1)) return UOp{};
+  }
+  return last;
+}
+
 }  // namespace vkgrad
