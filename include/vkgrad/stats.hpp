@@ -20,6 +20,7 @@ struct RuntimeStats {
   int64_t graph_rerecords = 0;      // of those, replays that recorded their commands again
                                     // (Vulkan: new buffers on a device without update-after-bind
                                     // descriptors, new barriers, new variable values)
+  int64_t beam_searches = 0;        // kernels whose Opt list a BEAM search chose
   double schedule_ms = 0;           // time spent scheduling (incl. cache lookups)
   double codegen_ms = 0;            // lowering, optimizing, rendering
   double compile_ms = 0;            // compiler + loading programs

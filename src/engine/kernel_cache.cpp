@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "codegen/pipeline.hpp"
+#include "engine/beam.hpp"
 #include "engine/internal.hpp"
 
 namespace vkgrad {
@@ -65,6 +66,29 @@ std::string rate(double amount, double ms, const char* unit) {
   return ms > 0 && amount > 0 ? fmt::format("{:8.2f} {}", amount / ms * 1e-6, unit) : "";
 }
 
+// BEAM: the kernel's Opt list found by timing candidates on the device (beam.hpp).
+std::optional<std::vector<Opt>> search(const CachedSchedule& cs, const ScheduleKernel& k) {
+  std::vector<size_t> bytes;
+  for (int b : k.buffers) {
+    const ScheduleBuffer& sb = cs.schedule.buffers.at(static_cast<size_t>(b));
+    bytes.push_back(static_cast<size_t>(sb.count) * static_cast<size_t>(sb.dtype.itemsize()));
+  }
+  const auto t0 = Clock::now();
+  const BeamResult r = beam_search(*cs.runtime, k.ast, bytes, beam_width());
+  if (!r.searched) return std::nullopt;
+  {
+    std::lock_guard s(g_stats_mu);
+    ++g_stats.beam_searches;
+  }
+  if (debug_level() >= 2)
+    std::fprintf(stderr,
+                 "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried, %d dropped, %.1f s)\n",
+                 kernel_name(k.ast).c_str(), to_string(r.opts).c_str(), r.seconds * 1e3,
+                 to_string(r.heuristic).c_str(), r.heuristic_seconds * 1e3, r.tried, r.dropped,
+                 ms_since(t0) / 1e3);
+  return r.opts;
+}
+
 }  // namespace
 
 std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
@@ -103,8 +127,10 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
         ck = it->second.kernel, vars = it->second.vars, est = it->second.estimates;
     }
     if (!ck) {
+      CodegenOptions kernel_opts = opts;
+      if (opts.optimize && beam_width() > 0) kernel_opts.opts = search(*cs, k);
       auto t1 = Clock::now();
-      Program p = cs->runtime->render(k.ast, opts);
+      Program p = cs->runtime->render(k.ast, kernel_opts);
       codegen_ms += ms_since(t1);
       ++rendered;
       if (debug_level() >= 5) std::fprintf(stderr, "%s", uop_listing(p).c_str());

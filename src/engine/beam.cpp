@@ -1,0 +1,254 @@
+// engine: BEAM search (see beam.hpp).
+#include "engine/beam.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <vkgrad/error.hpp>
+
+#include "codegen/linearize.hpp"
+
+namespace vkgrad::engine {
+namespace {
+
+std::mutex g_hook_mu;
+std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> g_hook;
+
+// A candidate dropped when it runs longer than this many times the best so far.
+constexpr double kTimeoutFactor = 4.0;
+constexpr int kRuns = 3;
+constexpr int kMaxRounds = 8;
+
+// Each slot's element type, from the kernel's DEFINE_GLOBALs.
+std::vector<DType> slot_dtypes(const UOp& ast, size_t slots) {
+  std::vector<DType> out(slots, dtypes::uint8);
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::DEFINE_GLOBAL) {
+      const auto slot = static_cast<size_t>(u.arg_as<int64_t>());
+      if (slot < slots) out[slot] = u.dtype().base().scalar();
+    }
+  return out;
+}
+
+// Inputs: floats uniform in [-1, 1]; everything else zero (an integer input may be an index).
+std::vector<uint8_t> random_bytes(DType d, size_t bytes, std::mt19937& rng) {
+  std::vector<uint8_t> out(bytes, 0);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if (d == dtypes::float32) {
+    for (size_t i = 0; i + 4 <= bytes; i += 4) {
+      const float f = static_cast<float>(u(rng));
+      std::memcpy(out.data() + i, &f, 4);
+    }
+  } else if (d == dtypes::float64) {
+    for (size_t i = 0; i + 8 <= bytes; i += 8) {
+      const double f = u(rng);
+      std::memcpy(out.data() + i, &f, 8);
+    }
+  }
+  return out;
+}
+
+template <class T>
+bool close_floats(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  for (size_t i = 0; i + sizeof(T) <= a.size(); i += sizeof(T)) {
+    T x, y;
+    std::memcpy(&x, a.data() + i, sizeof(T));
+    std::memcpy(&y, b.data() + i, sizeof(T));
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (!(std::abs(x - y) <= T(1e-4) + T(1e-3) * std::abs(y))) return false;
+  }
+  return true;
+}
+// Exact for integers; float32 and float64 within a tolerance (a reordered sum rounds otherwise).
+bool same_output(DType d, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  if (a.size() != b.size()) return false;
+  if (d == dtypes::float32) return close_floats<float>(a, b);
+  if (d == dtypes::float64) return close_floats<double>(a, b);
+  return a == b;
+}
+
+class Search {
+ public:
+  Search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes)
+      : rt_(rt), ast_(ast), bytes_(slot_bytes.begin(), slot_bytes.end()) {
+    const std::vector<DType> types = slot_dtypes(ast, bytes_.size());
+    out_dtype_ = types.empty() ? dtypes::uint8 : types[0];
+    std::mt19937 rng(1234);
+    try {
+      for (size_t i = 0; i < bytes_.size(); ++i) {
+        bufs_.push_back(rt_.alloc(std::max<size_t>(bytes_[i], 16)));
+        if (i > 0) {
+          const std::vector<uint8_t> in = random_bytes(types[i], bytes_[i], rng);
+          rt_.copy_in(bufs_[i], in.data(), in.size());
+        }
+      }
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~Search() { release(); }
+  Search(const Search&) = delete;
+  Search& operator=(const Search&) = delete;
+
+  // The heuristics' kernel: its list, its time and its output, the reference.
+  std::pair<std::vector<Opt>, double> reference() {
+    const Program p = rt_.render(ast_, {.optimize = true});
+    const std::shared_ptr<CompiledKernel> k = rt_.compile(p);
+    const double t = time(*k, 0).value();
+    reference_ = output();
+    return {p.opts, t};
+  }
+
+  // The candidate's time, or nothing when it is dropped.
+  std::optional<double> evaluate(const std::vector<Opt>& opts, double limit) {
+    std::shared_ptr<CompiledKernel> k;
+    try {
+      k = rt_.compile(rt_.render(ast_, {.opts = opts}));
+    } catch (const Error& e) {  // an action that does not apply, a limit exceeded
+      if (debug_level() >= 4)
+        std::fprintf(stderr, "beam: %s: %s\n", to_string(opts).c_str(), e.what());
+      return std::nullopt;
+    }
+    const std::optional<double> t = time(*k, limit);
+    if (!t) return std::nullopt;
+    std::vector<uint8_t> out = output();
+    {
+      std::lock_guard lock(g_hook_mu);
+      if (g_hook) g_hook(opts, out);
+    }
+    if (!same_output(out_dtype_, out, reference_)) {
+      if (debug_level() >= 1)
+        std::fprintf(stderr, "beam: %s gives another output than the heuristics' kernel: dropped\n",
+                     to_string(opts).c_str());
+      return std::nullopt;
+    }
+    return t;
+  }
+
+ private:
+  // The minimum of kRuns runs; nothing when the first two exceed `limit` (0: no limit; a first
+  // run alone pays for cold caches).
+  std::optional<double> time(const CompiledKernel& k, double limit) {
+    const KernelLaunch launch{&k, bufs_};
+    double best = 0;
+    for (int i = 0; i < kRuns; ++i) {
+      std::vector<double> seconds;
+      rt_.run({&launch, 1}, &seconds);
+      const double s = seconds.empty() ? 0 : seconds[0];
+      best = i == 0 ? s : std::min(best, s);
+      if (i == 1 && limit > 0 && best > limit) return std::nullopt;
+    }
+    return best;
+  }
+  std::vector<uint8_t> output() {
+    std::vector<uint8_t> out(bytes_.empty() ? 0 : bytes_[0]);
+    if (!out.empty()) rt_.copy_out(out.data(), bufs_[0], out.size());
+    return out;
+  }
+  void release() noexcept {
+    for (void* b : bufs_) rt_.free(b);
+    bufs_.clear();
+  }
+
+  Runtime& rt_;
+  UOp ast_;
+  std::vector<size_t> bytes_;
+  std::vector<void*> bufs_;
+  DType out_dtype_;
+  std::vector<uint8_t> reference_;
+};
+
+}  // namespace
+
+int beam_width() {
+  static const int n = [] {
+    const char* v = std::getenv("BEAM");
+    return v && *v ? std::max(0, std::atoi(v)) : 0;
+  }();
+  return n;
+}
+
+std::vector<Opt> beam_actions(const UOp& ast) {
+  const KernelAxes axes = kernel_axes(ast);
+  std::vector<Opt> out;
+  for (int g = 0; g < static_cast<int>(axes.globals.size()); ++g) {
+    for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UPCAST, g, n});
+    for (int64_t n : {2, 4, 8, 16, 32}) out.push_back({OptOp::LOCAL, g, n});
+  }
+  for (int r = 0; r < static_cast<int>(axes.reduces.size()); ++r)
+    for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UNROLL, r, n});
+  if (!axes.reduces.empty())
+    for (int64_t n : {16, 32, 64, 128, 256}) out.push_back({OptOp::GROUP, 0, n});
+  out.push_back({OptOp::GEMM, 0, 0});
+  return out;
+}
+
+BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width) {
+  BeamResult res;
+  if (!kernel_vars(ast).empty() || width <= 0) {
+    res.opts = res.heuristic = rt.render(ast, {.optimize = true}).opts;
+    return res;
+  }
+  res.searched = true;
+  Search s(rt, ast, slot_bytes);
+  struct Candidate {
+    std::vector<Opt> opts;
+    double seconds;
+  };
+  std::tie(res.heuristic, res.heuristic_seconds) = s.reference();
+  std::map<std::string, bool> seen{{to_string(res.heuristic), true}};
+  std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds}};
+  Candidate best = beam[0];
+  auto try_candidate = [&](const std::vector<Opt>& opts, std::vector<Candidate>& into) {
+    if (!seen.emplace(to_string(opts), true).second) return;
+    ++res.tried;
+    if (const std::optional<double> t = s.evaluate(opts, best.seconds * kTimeoutFactor))
+      into.push_back({opts, *t});
+    else
+      ++res.dropped;
+  };
+  try_candidate({}, beam);
+  for (const Candidate& c : beam)
+    if (c.seconds < best.seconds) best = c;
+  const std::vector<Opt> actions = beam_actions(ast);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    std::vector<Candidate> next;
+    for (const Candidate& c : beam)
+      for (const Opt& a : actions) {
+        std::vector<Opt> opts = c.opts;
+        opts.push_back(a);
+        try_candidate(opts, next);
+      }
+    if (next.empty()) break;
+    std::stable_sort(next.begin(), next.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.seconds < b.seconds; });
+    if (next.size() > static_cast<size_t>(width)) next.resize(static_cast<size_t>(width));
+    if (debug_level() >= 2)
+      std::fprintf(stderr, "beam: round %d: %d tried, best %s %.3f ms\n", round, res.tried,
+                   to_string(next[0].opts).c_str(), next[0].seconds * 1e3);
+    if (!(next[0].seconds < best.seconds)) break;  // nothing faster this round
+    best = next[0];
+    beam = std::move(next);
+  }
+  for (const Candidate& c : beam)
+    if (c.seconds < best.seconds) best = c;
+  res.opts = best.opts;
+  res.seconds = best.seconds;
+  return res;
+}
+
+void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> f) {
+  std::lock_guard lock(g_hook_mu);
+  g_hook = std::move(f);
+}
+
+}  // namespace vkgrad::engine

@@ -1,0 +1,44 @@
+// engine: BEAM search — a kernel's Opt list chosen by compiling and timing candidates on the
+// device itself, on scratch buffers of the kernel's sizes (never the user's).
+//
+// The search starts from the heuristics' list and the empty list. Each round extends every kept
+// candidate by one action (beam_actions: every Opt op on every axis at the usual amounts; the
+// target's limits are apply_opts's checks, so an illegal one fails to render and is dropped) and
+// keeps the `width` fastest; it stops when a round finds nothing faster. A candidate's time is
+// the minimum of a few runs; one that fails to render or compile, runs past a multiple of the
+// best time so far, or whose output differs from the heuristics' kernel on the same random
+// inputs (exact for integers, a tolerance for floats) is dropped. Kernels with variables keep
+// the heuristics.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "codegen/opt.hpp"
+#include "runtime/device.hpp"
+
+namespace vkgrad::engine {
+
+// BEAM=N (read once): the beam's width; 0 (the default) searches nothing.
+int beam_width();
+
+// The one-step extensions a search tries after `opts` on a kernel (before apply_opts).
+std::vector<Opt> beam_actions(const UOp& ast);
+
+struct BeamResult {
+  std::vector<Opt> opts;         // the winner (the heuristics' list when nothing beat it)
+  double seconds = 0;            // its time
+  std::vector<Opt> heuristic;    // the heuristics' list
+  double heuristic_seconds = 0;  // and its time
+  int tried = 0, dropped = 0;    // candidates timed, candidates dropped
+  bool searched = false;         // false: the kernel was not searchable (variables)
+};
+
+// `slot_bytes`: each DEFINE_GLOBAL slot's buffer size in bytes.
+BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width);
+
+// Tests: called with each candidate's output bytes after it ran (may change them).
+void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> f);
+
+}  // namespace vkgrad::engine
