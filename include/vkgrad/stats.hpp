@@ -21,6 +21,7 @@ struct RuntimeStats {
                                     // (Vulkan: new buffers on a device without update-after-bind
                                     // descriptors, new barriers, new variable values)
   int64_t beam_searches = 0;        // kernels whose Opt list a BEAM search chose
+  int64_t beam_cache_hits = 0;      // kernels whose Opt list came from the BEAM cache
   double schedule_ms = 0;           // time spent scheduling (incl. cache lookups)
   double codegen_ms = 0;            // lowering, optimizing, rendering
   double compile_ms = 0;            // compiler + loading programs

@@ -1,6 +1,7 @@
 // Public: the one header applications include. It pulls in the whole public API.
 #pragma once
 
+#include <vkgrad/beam.hpp>
 #include <vkgrad/device.hpp>
 #include <vkgrad/dtype.hpp>
 #include <vkgrad/error.hpp>

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
@@ -130,6 +131,53 @@ std::string to_string(const std::vector<Opt>& opts) {
   std::string s = "[";
   for (size_t i = 0; i < opts.size(); ++i) s += (i ? ", " : "") + to_string(opts[i]);
   return s + "]";
+}
+
+std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
+  constexpr OptOp kOps[] = {OptOp::UPCAST, OptOp::UNROLL, OptOp::LOCAL, OptOp::GROUP, OptOp::GEMM};
+  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;
+  s = s.substr(1, s.size() - 2);
+  std::vector<Opt> out;
+  while (!s.empty()) {
+    const size_t close = s.find(')');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string item(s.substr(0, close + 1));
+    s.remove_prefix(close + 1);
+    if (s.starts_with(", "))
+      s.remove_prefix(2);
+    else if (!s.empty())
+      return std::nullopt;
+    bool found = false;
+    for (OptOp op : kOps) {
+      const std::string name = std::string(op_name(op)) + "(";
+      if (!item.starts_with(name)) continue;
+      long long axis = 0, amount = 0;
+      char end = 0;
+      if (std::sscanf(item.c_str() + name.size(), "%lld, %lld%c", &axis, &amount, &end) != 3 ||
+          end != ')')
+        return std::nullopt;
+      out.push_back({op, static_cast<int>(axis), static_cast<int64_t>(amount)});
+      if (to_string(out.back()) != item) return std::nullopt;  // the one spelling to_string gives
+      found = true;
+    }
+    if (!found) return std::nullopt;
+  }
+  return out;
+}
+
+std::string target_key(const Target& t) {
+  return fmt::format(
+      "{} v{}x{} l1 {} l2 {} panel {} gemm {} threads {} local {} grid {} cpu {} subgroup {} {} "
+      "wg {} {},{},{} groups {},{},{} shared {} push {} s8 {} s16 {} i64 {} f64 {} native {}{}{} "
+      "{}{}{} narrowing {}",
+      t.language == Target::Language::c ? "c" : "glsl", t.vector_floats, t.vector_registers,
+      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.threads, t.local_memory, t.grid,
+      t.cpu_device, t.subgroup_size, t.subgroup_arithmetic, t.max_workgroup_invocations,
+      t.max_workgroup_size[0], t.max_workgroup_size[1], t.max_workgroup_size[2],
+      t.max_group_count[0], t.max_group_count[1], t.max_group_count[2], t.max_shared_bytes,
+      t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64, t.native32.exp2,
+      t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2, t.native64.sin,
+      t.opaque_narrowing);
 }
 
 KernelAxes kernel_axes(const UOp& ast) {

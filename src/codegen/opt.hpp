@@ -25,8 +25,10 @@
 //                  float32 matmul-like kernel; alone in its list).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/target.hpp"
@@ -47,6 +49,10 @@ struct Opt {
 };
 std::string to_string(const Opt& o);                  // "UPCAST(1, 4)"
 std::string to_string(const std::vector<Opt>& opts);  // "[UPCAST(1, 4), UNROLL(0, 8)]"
+// The list to_string printed, or nothing when `s` is not one.
+std::optional<std::vector<Opt>> parse_opts(std::string_view s);
+// Every field of the Target, as one line: what an Opt list was chosen for (the BEAM cache's key).
+std::string target_key(const Target& t);
 
 // The kernel after `opts`, in order. An action that does not apply (an axis out of range, an
 // amount that does not divide the axis, a symbolic axis, an op the target lacks, a limit

@@ -36,9 +36,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   p.opts = options.opts       ? *options.opts
            : options.optimize ? heuristic_opts(k, target)
                               : std::vector<Opt>{};
-  if (debug_level() >= 3)
+  if (debug_level() >= 2)
     std::fprintf(stderr, "  opts %s: %s (%s)\n", p.name.c_str(), to_string(p.opts).c_str(),
-                 options.opts       ? "given"
+                 options.opts       ? (options.origin.empty() ? "given" : options.origin.c_str())
                  : options.optimize ? "heuristics"
                                     : "NOOPT");
   k = run_pass("apply_opts", k, [&](const UOp& u) { return apply_opts(u, p.opts, target); });

@@ -79,6 +79,8 @@ struct CodegenOptions {
   // An Opt list to apply instead of the heuristics' (a search's candidate, a test); an action
   // that does not apply is an Error (apply_opts).
   std::optional<std::vector<Opt>> opts = std::nullopt;
+  // Where `opts` came from, for DEBUG>=2 ("the BEAM cache", "a search"); empty: "given".
+  std::string origin = {};
 };
 
 }  // namespace vkgrad

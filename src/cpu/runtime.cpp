@@ -74,6 +74,11 @@ std::string cpu_model() {
 class CpuRuntime final : public Runtime {
  public:
   std::string name() const override { return "CPU"; }
+  std::string identity() const override {
+    const CompilerInfo& ci = Compiler::instance().info();
+    return fmt::format("CPU|{}|{} threads|{}|{}", cpu_model(), ThreadPool::global().size(),
+                       ci.version, target_key(target_));
+  }
   std::string describe() const override {
     const CompilerInfo& ci = Compiler::instance().info();
     return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}", cpu_model(),

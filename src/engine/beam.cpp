@@ -15,6 +15,7 @@
 #include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"
+#include "engine/internal.hpp"
 
 namespace vkgrad::engine {
 namespace {
@@ -169,12 +170,30 @@ class Search {
 
 }  // namespace
 
-int beam_width() {
-  static const int n = [] {
+namespace {
+std::mutex g_settings_mu;
+std::optional<BeamOptions> g_override;  // the innermost live vkgrad::Beam's
+std::vector<TunedKernel> g_tuned;       // under g_settings_mu
+}  // namespace
+
+BeamOptions beam_settings() {
+  static const BeamOptions env = [] {
+    BeamOptions o;
     const char* v = std::getenv("BEAM");
-    return v && *v ? std::max(0, std::atoi(v)) : 0;
+    o.width = v && *v ? std::max(0, std::atoi(v)) : 0;
+    const char* ignore = std::getenv("VKGRAD_IGNORE_BEAM_CACHE");
+    o.use_cache = !(ignore && *ignore && std::string_view(ignore) != "0");
+    return o;
   }();
-  return n;
+  std::lock_guard lock(g_settings_mu);
+  return g_override ? *g_override : env;
+}
+
+int beam_width() { return beam_settings().width; }
+
+void record_tuned(TunedKernel k) {
+  std::lock_guard lock(g_settings_mu);
+  g_tuned.push_back(std::move(k));
 }
 
 std::vector<Opt> beam_actions(const UOp& ast) {
@@ -192,7 +211,8 @@ std::vector<Opt> beam_actions(const UOp& ast) {
   return out;
 }
 
-BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width) {
+BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
+                       const std::function<void(int, double)>& progress) {
   BeamResult res;
   if (!kernel_vars(ast).empty() || width <= 0) {
     res.opts = res.heuristic = rt.render(ast, {.optimize = true}).opts;
@@ -215,6 +235,11 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       into.push_back({opts, *t});
     else
       ++res.dropped;
+    if (progress) {
+      double fastest = best.seconds;
+      for (const Candidate& c : into) fastest = std::min(fastest, c.seconds);
+      progress(res.tried, fastest);
+    }
   };
   try_candidate({}, beam);
   for (const Candidate& c : beam)
@@ -252,3 +277,33 @@ void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vecto
 }
 
 }  // namespace vkgrad::engine
+
+namespace vkgrad {
+
+Beam::Beam(BeamOptions options) {
+  {
+    std::lock_guard lock(engine::g_settings_mu);
+    had_saved_ = engine::g_override.has_value();
+    if (had_saved_) saved_ = *engine::g_override;
+    engine::g_override = options;
+  }
+  engine::clear_compiled_kernels();
+}
+
+Beam::~Beam() {
+  {
+    std::lock_guard lock(engine::g_settings_mu);
+    if (had_saved_)
+      engine::g_override = saved_;
+    else
+      engine::g_override.reset();
+  }
+  engine::clear_compiled_kernels();
+}
+
+std::vector<TunedKernel> tuned_kernels() {
+  std::lock_guard lock(engine::g_settings_mu);
+  return engine::g_tuned;
+}
+
+}  // namespace vkgrad

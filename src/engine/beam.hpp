@@ -14,14 +14,20 @@
 #include <functional>
 #include <span>
 #include <vector>
+#include <vkgrad/beam.hpp>
 
 #include "codegen/opt.hpp"
 #include "runtime/device.hpp"
 
 namespace vkgrad::engine {
 
-// BEAM=N (read once): the beam's width; 0 (the default) searches nothing.
-int beam_width();
+// The settings in force: the innermost live vkgrad::Beam's, else BEAM=N and
+// VKGRAD_IGNORE_BEAM_CACHE (read once).
+BeamOptions beam_settings();
+int beam_width();  // beam_settings().width
+
+// Records a search of this process (vkgrad::tuned_kernels()).
+void record_tuned(TunedKernel k);
 
 // The one-step extensions a search tries after `opts` on a kernel (before apply_opts).
 std::vector<Opt> beam_actions(const UOp& ast);
@@ -35,8 +41,10 @@ struct BeamResult {
   bool searched = false;         // false: the kernel was not searchable (variables)
 };
 
-// `slot_bytes`: each DEFINE_GLOBAL slot's buffer size in bytes.
-BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width);
+// `slot_bytes`: each DEFINE_GLOBAL slot's buffer size in bytes; `progress`, when set, is told
+// the candidates tried and the best time so far after each one.
+BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
+                       const std::function<void(int tried, double best_seconds)>& progress = {});
 
 // Tests: called with each candidate's output bytes after it ran (may change them).
 void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> f);

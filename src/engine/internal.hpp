@@ -73,5 +73,8 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
 void record_times(const CachedSchedule& cs, const std::string& device,
                   const std::vector<double>& seconds);
 void clear_kernel_times();
+// Empties the schedule and compiled-kernel caches (vkgrad::Beam: kernels compiled under other
+// BEAM settings are compiled again).
+void clear_compiled_kernels();
 
 }  // namespace vkgrad::engine

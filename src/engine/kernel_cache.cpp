@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -13,7 +14,9 @@
 
 #include "codegen/pipeline.hpp"
 #include "engine/beam.hpp"
+#include "engine/beam_cache.hpp"
 #include "engine/internal.hpp"
+#include "ir/print.hpp"
 
 namespace vkgrad {
 namespace engine {
@@ -66,30 +69,76 @@ std::string rate(double amount, double ms, const char* unit) {
   return ms > 0 && amount > 0 ? fmt::format("{:8.2f} {}", amount / ms * 1e-6, unit) : "";
 }
 
-// BEAM: the kernel's Opt list found by timing candidates on the device (beam.hpp).
-std::optional<std::vector<Opt>> search(const CachedSchedule& cs, const ScheduleKernel& k) {
+// A cached list that no longer applies (the code generator changed under the same version):
+// the heuristics', with a warning.
+Program render_tuned(Runtime& rt, const UOp& ast, CodegenOptions& opts) {
+  if (!opts.opts) return rt.render(ast, opts);
+  try {
+    return rt.render(ast, opts);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "vkgrad: warning: the %s's Opt list for %s does not apply (%s)\n",
+                 opts.origin.c_str(), kernel_name(ast).c_str(), e.what());
+  }
+  opts.opts.reset();
+  return rt.render(ast, opts);
+}
+
+// The kernel's Opt list from the BEAM cache, else from a search when BEAM=N (beam.hpp), which
+// the cache then keeps; nothing: the heuristics'.
+void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOptions& opts) {
+  const BeamOptions settings = beam_settings();
+  const bool read = settings.use_cache;
+  if (!read && settings.width == 0) return;
+  const std::string device = cs.runtime->identity(), kernel = to_string(k.ast);
+  if (read)
+    if (std::optional<std::vector<Opt>> cached = beam_cache_get(device, kernel)) {
+      std::lock_guard s(g_stats_mu);
+      ++g_stats.beam_cache_hits;
+      opts.opts = std::move(cached);
+      opts.origin = "BEAM cache";
+      return;
+    }
+  if (settings.width == 0) return;
   std::vector<size_t> bytes;
   for (int b : k.buffers) {
     const ScheduleBuffer& sb = cs.schedule.buffers.at(static_cast<size_t>(b));
     bytes.push_back(static_cast<size_t>(sb.count) * static_cast<size_t>(sb.dtype.itemsize()));
   }
   const auto t0 = Clock::now();
-  const BeamResult r = beam_search(*cs.runtime, k.ast, bytes, beam_width());
-  if (!r.searched) return std::nullopt;
+  const std::string name = kernel_name(k.ast);
+  std::function<void(int, double)> progress;
+  if (settings.progress)
+    progress = [&](int tried, double best) {
+      std::fprintf(stderr, "\r  tuning %-40s %4d tried, best %9.3f ms", name.c_str(), tried,
+                   best * 1e3);
+    };
+  const BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
+  if (settings.progress && r.searched) std::fprintf(stderr, "\n");
+  if (!r.searched) return;
+  record_tuned({name, cs.runtime->name(), to_string(r.opts), to_string(r.heuristic), r.seconds,
+                r.heuristic_seconds, r.tried, ms_since(t0) / 1e3});
   {
     std::lock_guard s(g_stats_mu);
     ++g_stats.beam_searches;
   }
+  beam_cache_put(device, kernel, r.opts, r.seconds, r.heuristic_seconds);
   if (debug_level() >= 2)
-    std::fprintf(stderr,
-                 "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried, %d dropped, %.1f s)\n",
-                 kernel_name(k.ast).c_str(), to_string(r.opts).c_str(), r.seconds * 1e3,
-                 to_string(r.heuristic).c_str(), r.heuristic_seconds * 1e3, r.tried, r.dropped,
-                 ms_since(t0) / 1e3);
-  return r.opts;
+    std::fprintf(
+        stderr, "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried, %d dropped, %.1f s)\n",
+        name.c_str(), to_string(r.opts).c_str(), r.seconds * 1e3, to_string(r.heuristic).c_str(),
+        r.heuristic_seconds * 1e3, r.tried, r.dropped, ms_since(t0) / 1e3);
+  opts.opts = r.opts;
+  opts.origin = "search";
 }
 
 }  // namespace
+
+void clear_compiled_kernels() {
+  ScheduleCache& cache = ScheduleCache::get();
+  std::lock_guard lock(cache.mu);
+  cache.by_key.clear();
+  cache.kernels.clear();
+}
 
 std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
                                                 const std::string& device) {
@@ -128,9 +177,9 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
     }
     if (!ck) {
       CodegenOptions kernel_opts = opts;
-      if (opts.optimize && beam_width() > 0) kernel_opts.opts = search(*cs, k);
+      if (opts.optimize) tuned_opts(*cs, k, kernel_opts);
       auto t1 = Clock::now();
-      Program p = cs->runtime->render(k.ast, kernel_opts);
+      Program p = render_tuned(*cs->runtime, k.ast, kernel_opts);
       codegen_ms += ms_since(t1);
       ++rendered;
       if (debug_level() >= 5) std::fprintf(stderr, "%s", uop_listing(p).c_str());

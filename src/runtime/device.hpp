@@ -46,6 +46,9 @@ class Runtime {
   virtual ~Runtime() = default;
   virtual std::string name() const = 0;      // "CPU", "VULKAN:0"
   virtual std::string describe() const = 0;  // one paragraph for `vkgrad info`
+  // What a tuned kernel (a BEAM search's Opt list) is valid for: the device and its driver or
+  // compiler, and the code generator's Target; two runtimes that differ here may not share one.
+  virtual std::string identity() const = 0;
 
   // Memory: opaque handles. alloc throws OutOfMemory (and the runtime stays usable).
   virtual void* alloc(size_t bytes) = 0;

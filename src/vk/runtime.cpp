@@ -88,6 +88,13 @@ class VulkanRuntime final : public Runtime {
   }
 
   std::string name() const override { return ex_->device->name(); }
+  std::string identity() const override {
+    const Caps& c = ex_->device->caps;
+    std::string uuid;
+    for (uint8_t b : c.p11.deviceUUID) uuid += fmt::format("{:02x}", b);
+    return fmt::format("VULKAN|{}|{}|{}|{}|{}", c.props.deviceName, c.props.driverVersion,
+                       c.p12.driverInfo, uuid, target_key(target_));
+  }
   std::string describe() const override {
     const Device& d = *ex_->device;
     return fmt::format("{}\n  quirks: {}\n  {}\n  caches: {} (SPIR-V and pipelines){}",

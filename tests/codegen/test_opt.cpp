@@ -228,3 +228,26 @@ TEST(Opt, ToStringSpellsTheList) {
 
 }  // namespace
 }  // namespace vkgrad
+
+namespace vkgrad {
+namespace {
+
+TEST(Opt, ListsReadBackAsTheyPrint) {
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 4},
+                              {OptOp::UNROLL, 0, 8},
+                              {OptOp::LOCAL, 2, 16},
+                              {OptOp::GROUP, 0, 256},
+                              {OptOp::GEMM, 0, 0}};
+  EXPECT_EQ(parse_opts(to_string(opts)), opts);
+  EXPECT_EQ(parse_opts("[]"), std::vector<Opt>{});
+  for (const char* bad : {"", "[", "UPCAST(1, 4)", "[UPCAST(1, 4)", "[UPCAST(1,4)]",
+                          "[UPCAST(1, 4) UNROLL(0, 8)]", "[SPLIT(1, 4)]", "[UPCAST(1, 4x)]"})
+    EXPECT_FALSE(parse_opts(bad)) << bad;
+  // The target's every field is in its key.
+  Target a = full_target(), b = a;
+  b.max_shared_bytes += 1;
+  EXPECT_NE(target_key(a), target_key(b));
+}
+
+}  // namespace
+}  // namespace vkgrad

@@ -1,13 +1,25 @@
 // tests/tensor: BEAM search on every device — the search on a small kernel finds a list whose
-// output matches, a candidate with a wrong output is never chosen, and BEAM=N in the environment
-// (the BeamEnv suite, run by its own ctest with BEAM=2) searches each new kernel once.
+// output matches, a candidate with a wrong output is never chosen, BEAM=N in the environment
+// (the BeamEnv suite, run by its own ctest with BEAM=2) searches each new kernel once, and the
+// cache on disk serves later compiles and processes: two processes tuning at once leave one
+// entry, a corrupt database is rebuilt, another device's or version's entries are ignored.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
 #include <vkgrad/vkgrad.hpp>
 
 #include "engine/beam.hpp"
+#include "engine/beam_cache.hpp"
 #include "engine/internal.hpp"
 #include "harness.hpp"
+#include "ir/print.hpp"
 #include "sched/schedule.hpp"
 #include "tensor/tensor_impl.hpp"
 
@@ -69,12 +81,180 @@ TEST_P(BeamTest, KernelsWithVariablesKeepTheHeuristics) {
   EXPECT_FALSE(r.searched);
 }
 
+namespace fs = std::filesystem;
+
+// VKGRAD_CACHE_DIR pointed at a fresh folder for one test (cache_root() reads it every time).
+class CacheDir {
+ public:
+  explicit CacheDir(const std::string& tag)
+      : dir_(fs::temp_directory_path() / ("vkgrad-beam-" + tag + "-" + std::to_string(::getpid()) +
+                                          "-" + std::to_string(next_++))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const char* old = std::getenv("VKGRAD_CACHE_DIR");
+    if (old != nullptr) saved_ = old;
+    ::setenv("VKGRAD_CACHE_DIR", dir_.c_str(), 1);
+  }
+  ~CacheDir() {
+    if (saved_)
+      ::setenv("VKGRAD_CACHE_DIR", saved_->c_str(), 1);
+    else
+      ::unsetenv("VKGRAD_CACHE_DIR");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  const fs::path& path() const { return dir_; }
+
+ private:
+  static inline int next_ = 0;
+  fs::path dir_;
+  std::optional<std::string> saved_;
+};
+
+// A small matmul realized on `device`, checked against double precision.
+void matmul_once(const std::string& device) {
+  const std::vector<double> av = random_values(6 * 10, -1, 1, 3),
+                            bv = random_values(10 * 5, -1, 1, 4);
+  const std::vector<double> got =
+      values_of(make_tensor(av, {6, 10}, dtypes::float32, device)
+                    .matmul(make_tensor(bv, {10, 5}, dtypes::float32, device)));
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 5; ++j) {
+      double want = 0;
+      for (int k = 0; k < 10; ++k) want += av[i * 10 + k] * bv[k * 5 + j];
+      EXPECT_NEAR(got[static_cast<size_t>(i * 5 + j)], want, 1e-4);
+    }
+}
+
+TEST_P(BeamTest, TheCacheServesLaterCompiles) {
+  const CacheDir cache("serve");
+  reset_runtime_stats();
+  {
+    const Beam beam({.width = 2});
+    matmul_once(dev());
+  }
+  EXPECT_EQ(runtime_stats().beam_searches, 1);
+  EXPECT_TRUE(fs::exists(cache.path() / "beam.db"));
+  {
+    const Beam beam({.width = 0});  // compiled again: the winner comes from the disk
+    matmul_once(dev());
+  }
+  EXPECT_EQ(runtime_stats().beam_searches, 1);
+  EXPECT_EQ(runtime_stats().beam_cache_hits, 1);
+  {
+    const Beam beam({.width = 0, .use_cache = false});
+    matmul_once(dev());
+  }
+  EXPECT_EQ(runtime_stats().beam_cache_hits, 1);
+  const std::vector<TunedKernel> tuned = tuned_kernels();
+  ASSERT_FALSE(tuned.empty());
+  EXPECT_EQ(tuned.back().name, "r_6_5_10");
+}
+
+TEST_P(BeamTest, ACorruptDatabaseIsRebuiltWithAWarning) {
+  const CacheDir cache("corrupt");
+  std::ofstream(cache.path() / "beam.db") << std::string(4096, 'x');
+  reset_runtime_stats();
+  ::testing::internal::CaptureStderr();
+  {
+    const Beam beam({.width = 2});
+    matmul_once(dev());
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("rebuilding it"), std::string::npos) << err;
+  {
+    const Beam beam({.width = 0});
+    matmul_once(dev());
+  }
+  EXPECT_EQ(runtime_stats().beam_cache_hits, 1);
+}
+
+TEST_P(BeamTest, AnotherDevicesOrVersionsEntriesAreIgnored) {
+  const CacheDir cache("ignored");
+  const Kernel k = kernel_of(Tensor::empty({8, 64}, dtypes::float32, dev()).sum(1));
+  const std::string id = engine::runtime_of(dev()).identity(), text = to_string(k.ast);
+  engine::beam_cache_put("another device", text, {{OptOp::UNROLL, 0, 4}}, 1e-6, 2e-6);
+  EXPECT_FALSE(engine::beam_cache_get(id, text));
+  EXPECT_TRUE(engine::beam_cache_get("another device", text));
+  engine::beam_cache_put(id, text, {{OptOp::UNROLL, 0, 4}}, 1e-6, 2e-6);
+  EXPECT_EQ(engine::beam_cache_get(id, text), (std::vector<Opt>{{OptOp::UNROLL, 0, 4}}));
+  // Written by another version of the library: not read.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((cache.path() / "beam.db").c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "UPDATE tuned SET version = '0.0.0/beam0'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_FALSE(engine::beam_cache_get(id, text));
+}
+
+// Run as a child process by TwoProcessesTuningAtOnce (does nothing unless VKGRAD_BEAM_CHILD is
+// set): tunes the matmul on the device it names and prints its counts.
+TEST(BeamEnvChild, TuneTheMatmul) {
+  const char* device = std::getenv("VKGRAD_BEAM_CHILD");
+  if (device == nullptr) GTEST_SKIP() << "run by TwoProcessesTuningAtOnce";
+  const int width = std::atoi(std::getenv("VKGRAD_BEAM_CHILD_WIDTH"));
+  {
+    const Beam beam({.width = width});
+    matmul_once(device);
+  }
+  std::printf("BEAM searches=%lld hits=%lld\n",
+              static_cast<long long>(runtime_stats().beam_searches),
+              static_cast<long long>(runtime_stats().beam_cache_hits));
+}
+
+struct ChildRun {
+  FILE* pipe = nullptr;
+  std::string output;
+};
+ChildRun start_child(const fs::path& cache, const std::string& device, int width) {
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  const std::string cmd =
+      "VKGRAD_BEAM_CHILD='" + device + "' VKGRAD_BEAM_CHILD_WIDTH=" + std::to_string(width) +
+      " VKGRAD_CACHE_DIR='" + cache.string() + "' '" + exe + "' --gtest_filter=BeamEnvChild.* 2>&1";
+  return {::popen(cmd.c_str(), "r"), ""};
+}
+std::pair<long long, long long> finish_child(ChildRun& c) {
+  EXPECT_NE(c.pipe, nullptr);
+  std::array<char, 4096> buf;
+  while (c.pipe != nullptr && std::fgets(buf.data(), buf.size(), c.pipe) != nullptr)
+    c.output += buf.data();
+  EXPECT_EQ(c.pipe != nullptr ? ::pclose(c.pipe) : -1, 0) << c.output;
+  std::smatch m;
+  if (!std::regex_search(c.output, m, std::regex(R"(BEAM searches=(\d+) hits=(\d+))"))) {
+    ADD_FAILURE() << "no counts in the child's output:\n" << c.output;
+    return {-1, -1};
+  }
+  return {std::stoll(m[1]), std::stoll(m[2])};
+}
+
+TEST_P(BeamTest, TwoProcessesTuningAtOnceLeaveOneEntry) {
+  const CacheDir cache("procs");
+  ChildRun a = start_child(cache.path(), dev(), 2), b = start_child(cache.path(), dev(), 2);
+  const auto ra = finish_child(a), rb = finish_child(b);
+  EXPECT_EQ(ra.first + ra.second, 1);  // each found it in the cache or searched it
+  EXPECT_EQ(rb.first + rb.second, 1);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((cache.path() / "beam.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), min(opts) FROM tuned", -1, &st, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 1);
+  EXPECT_TRUE(parse_opts(reinterpret_cast<const char*>(sqlite3_column_text(st, 1))));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  // A later process without BEAM reads the winner: no search.
+  ChildRun c = start_child(cache.path(), dev(), 0);
+  EXPECT_EQ(finish_child(c), (std::pair<long long, long long>{0, 1}));
+}
+
 // Run with BEAM=2 (ctest tensor_beam): every new kernel is searched once, and its result is right.
 class BeamEnv : public DeviceTest {};
 VKGRAD_ALL_DEVICES(BeamEnv);
 
 TEST_P(BeamEnv, EachNewKernelIsSearchedOnce) {
   ASSERT_EQ(engine::beam_width(), 2) << "run with BEAM=2";
+  const CacheDir cache("env");
   const std::vector<double> av = random_values(12 * 20, -1, 1, 7),
                             bv = random_values(20 * 9, -1, 1, 8);
   const Tensor a = make_tensor(av, {12, 20}, dtypes::float32, dev());

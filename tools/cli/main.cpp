@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -50,11 +51,15 @@ void print_usage(std::FILE* to) {
              "  demo    simplify a few index expressions and print them before and after\n"
              "  info    list the devices and their capabilities, and the host CPU\n"
              "  bench   run the standard benchmark suite and print a table\n"
+             "  tune    run cases once with BEAM search on, filling the BEAM cache, and print\n"
+             "          each searched kernel's default and tuned time\n"
              "\n"
-             "bench options:\n"
+             "bench and tune options:\n"
              "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
              "                    default device)\n"
-             "  --json F          also write the results to F as JSON\n"
+             "  --json F          also write the results to F as JSON (bench)\n"
+             "  --beam N          search kernels with a beam of N (tune: default 2; bench:\n"
+             "                    the heuristics' and the tuned figures side by side)\n"
              "  --only A,B,...    run only these cases (comma-separated):\n"
              "{}"
              "\n"
@@ -181,9 +186,16 @@ std::string upper(std::string s) {
   return s;
 }
 
-int bench_command(const std::vector<std::string_view>& args) {
-  bench::Options options;
+struct CliOptions {
+  bench::Options bench;
   std::string json_path;
+  int beam = -1;  // --beam N; -1: not given
+};
+
+// `cmd`'s options (--device, --only, and --json and --beam where `cmd` takes them); returns an
+// exit status when they are wrong or help was asked for.
+std::optional<int> parse_options(std::string_view cmd, const std::vector<std::string_view>& args,
+                                 CliOptions& out) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg == "-h" || arg == "--help") {
@@ -193,17 +205,26 @@ int bench_command(const std::vector<std::string_view>& args) {
     // --name VALUE or --name=VALUE
     std::string_view name = arg.substr(0, arg.find('='));
     std::optional<std::string> value;
-    if (name != "--device" && name != "--json" && name != "--only")
-      return usage_error(fmt::format("bench: unknown option '{}'", arg));
+    if (name != "--device" && name != "--only" && name != "--beam" &&
+        !(name == "--json" && cmd == "bench"))
+      return usage_error(fmt::format("{}: unknown option '{}'", cmd, arg));
     if (name.size() < arg.size())
       value = std::string(arg.substr(name.size() + 1));
     else if (i + 1 < args.size())
       value = std::string(args[++i]);
-    if (!value || value->empty()) return usage_error(fmt::format("bench: {} needs a value", name));
+    if (!value || value->empty())
+      return usage_error(fmt::format("{}: {} needs a value", cmd, name));
     if (name == "--device") {
-      options.device = upper(*value);
+      out.bench.device = upper(*value);
     } else if (name == "--json") {
-      json_path = *value;
+      out.json_path = *value;
+    } else if (name == "--beam") {
+      char* end = nullptr;
+      const long n = std::strtol(value->c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 64)
+        return usage_error(
+            fmt::format("{}: --beam takes a width from 1 to 64, not '{}'", cmd, *value));
+      out.beam = static_cast<int>(n);
     } else {
       const std::vector<std::string>& known = bench::case_names();
       size_t start = 0;
@@ -213,13 +234,42 @@ int bench_command(const std::vector<std::string_view>& args) {
         start = comma + 1;
         if (c.empty()) continue;
         if (std::find(known.begin(), known.end(), c) == known.end())
-          return usage_error(fmt::format("bench: unknown case '{}'", c));
-        options.only.push_back(c);
+          return usage_error(fmt::format("{}: unknown case '{}'", cmd, c));
+        out.bench.only.push_back(c);
       }
-      if (options.only.empty()) return usage_error("bench: --only needs at least one case");
+      if (out.bench.only.empty())
+        return usage_error(fmt::format("{}: --only needs at least one case", cmd));
     }
   }
+  return std::nullopt;
+}
 
+const bench::CaseResult* find_case(const std::vector<bench::CaseResult>& rs, const std::string& n) {
+  for (const bench::CaseResult& r : rs)
+    if (r.name == n) return &r;
+  return nullptr;
+}
+
+// The suite with the heuristics' kernels and with BEAM-tuned ones, side by side.
+void print_beam_table(const std::vector<bench::CaseResult>& heuristic,
+                      const std::vector<bench::CaseResult>& tuned, int width) {
+  fmt::print("\n{:<26} {:>14} {:>14} {:>9}\n", "case", "heuristics", fmt::format("BEAM={}", width),
+             "speed-up");
+  for (const bench::CaseResult& h : heuristic) {
+    const bench::CaseResult* t = find_case(tuned, h.name);
+    if (!h.value || !t || !t->value) continue;
+    // Higher is better for rates, lower for times.
+    const bool time = h.unit == "ms" || h.unit == "us";
+    const double up = time ? *h.value / *t->value : *t->value / *h.value;
+    fmt::print("{:<26} {:>9.3g} {:<4} {:>9.3g} {:<4} {:>8.2f}x\n", h.name, *h.value, h.unit,
+               *t->value, t->unit, up);
+  }
+}
+
+int bench_command(const std::vector<std::string_view>& args) {
+  CliOptions options;
+  if (std::optional<int> status = parse_options("bench", args, options)) return *status;
+  const std::string& json_path = options.json_path;
   // Open the JSON file first, so a bad path fails before minutes of benchmarking.
   std::ofstream json;
   if (!json_path.empty()) {
@@ -229,7 +279,21 @@ int bench_command(const std::vector<std::string_view>& args) {
       return 1;
     }
   }
-  std::vector<bench::CaseResult> results = bench::run_suite(options);
+  std::vector<bench::CaseResult> results;
+  if (options.beam > 0) {
+    std::vector<bench::CaseResult> heuristic;
+    {
+      fmt::print("with the heuristics' kernels (the BEAM cache not read)\n");
+      Beam none({.width = 0, .use_cache = false});
+      heuristic = bench::run_suite(options.bench);
+    }
+    fmt::print("\nwith BEAM={} (kernels in the BEAM cache are not searched again)\n", options.beam);
+    Beam beam({.width = options.beam});
+    results = bench::run_suite(options.bench);
+    print_beam_table(heuristic, results, options.beam);
+  } else {
+    results = bench::run_suite(options.bench);
+  }
   bool all_ok =
       std::all_of(results.begin(), results.end(), [](const bench::CaseResult& r) { return r.ok; });
   if (json.is_open()) {
@@ -243,6 +307,40 @@ int bench_command(const std::vector<std::string_view>& args) {
   }
   if (!all_ok) fmt::print("\nvkgrad bench: some cases failed (FAIL or ERROR above)\n");
   return all_ok ? 0 : 1;
+}
+
+// `tune`: the cases run once with BEAM on, every kernel not in the BEAM cache searched (a line of
+// progress each), then a table of the kernels searched.
+int tune_command(const std::vector<std::string_view>& args) {
+  CliOptions options;
+  if (std::optional<int> status = parse_options("tune", args, options)) return *status;
+  if (options.bench.only.empty()) return usage_error("tune: name the cases with --only");
+  const int width = options.beam > 0 ? options.beam : 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<bench::CaseResult> results;
+  {
+    Beam beam({.width = width, .progress = true});
+    results = bench::run_suite(options.bench);
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<TunedKernel> tuned = tuned_kernels();
+  fmt::print("\n{:<36} {:>12} {:>12} {:>9} {:>6} {:>8}  {}\n", "kernel", "default ms", "tuned ms",
+             "speed-up", "tried", "search", "Opt list");
+  double before = 0, after = 0;
+  for (const TunedKernel& k : tuned) {
+    before += k.heuristic_seconds;
+    after += k.seconds;
+    fmt::print("{:<36} {:>12.4f} {:>12.4f} {:>8.2f}x {:>6} {:>7.1f}s  {}\n", k.name,
+               k.heuristic_seconds * 1e3, k.seconds * 1e3,
+               k.seconds > 0 ? k.heuristic_seconds / k.seconds : 1.0, k.tried, k.search_seconds,
+               k.opts);
+  }
+  fmt::print("{} kernels searched (BEAM={}) in {:.1f} s; their device time {:.3f} -> {:.3f} ms\n",
+             tuned.size(), width, total, before * 1e3, after * 1e3);
+  return std::all_of(results.begin(), results.end(),
+                     [](const bench::CaseResult& r) { return r.ok; })
+             ? 0
+             : 1;
 }
 
 // `cold-start-child --device D`: run by the cold_start_ms case; main_start is when main() began.
@@ -276,6 +374,7 @@ int main(int argc, char** argv) {
       return cmd == "demo" ? vkgrad::demo() : vkgrad::info();
     }
     if (cmd == "bench") return vkgrad::bench_command(args);
+    if (cmd == "tune") return vkgrad::tune_command(args);
     if (cmd == "cold-start-child") return vkgrad::cold_start_child(args, main_start);
   } catch (const vkgrad::Error& e) {
     fmt::print(stderr, "vkgrad {}: {}\n", cmd, e.what());

@@ -1,0 +1,50 @@
+// Public: BEAM search control — each kernel's optimization list chosen by timing candidates on
+// the device itself, and the cache of winners on disk that every later process reads.
+//
+// The environment sets the defaults, read once: BEAM=N searches each newly compiled kernel with
+// a beam of N (0 or unset: none), VKGRAD_IGNORE_BEAM_CACHE=1 stops reading cached winners (a
+// search still writes its winner). A vkgrad::Beam object overrides both while it is alive, in
+// the whole process (the innermost one wins).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vkgrad {
+
+struct BeamOptions {
+  int width = 0;          // candidates kept per round; 0: no search
+  bool use_cache = true;  // read cached winners (a kernel found there is not searched)
+  bool progress = false;  // print one updating line per kernel searched (stderr)
+};
+
+// Kernels compiled while it is alive use `options`. Kernels compiled before keep their code, so
+// the in-process kernel caches are emptied when it starts and when it ends (the next realize of
+// a graph compiles its kernels again, from the disk caches where they are there).
+class Beam {
+ public:
+  explicit Beam(BeamOptions options);
+  ~Beam();
+  Beam(const Beam&) = delete;
+  Beam& operator=(const Beam&) = delete;
+
+ private:
+  BeamOptions saved_;
+  bool had_saved_ = false;
+};
+
+// One kernel a search tuned in this process.
+struct TunedKernel {
+  std::string name;              // as Tensor::schedule() and DEBUG output name it
+  std::string device;            // "CPU", "VULKAN:0"
+  std::string opts;              // the winner, "[UPCAST(1, 4), UNROLL(0, 8)]"
+  std::string heuristic_opts;    // the heuristics' list
+  double seconds = 0;            // the winner's device time
+  double heuristic_seconds = 0;  // the heuristics' kernel's
+  int tried = 0;                 // candidates timed
+  double search_seconds = 0;     // wall time of the search
+};
+// Every kernel searched in this process so far, in order.
+std::vector<TunedKernel> tuned_kernels();
+
+}  // namespace vkgrad

@@ -1,0 +1,30 @@
+// engine: the BEAM cache — each searched kernel's winning Opt list on disk, so that a tuned model
+// stays fast in every later process (BEAM=0 included).
+//
+// SQLite, in <cache root>/beam.db (codegen/disk_cache.hpp: VKGRAD_CACHE_DIR, ...): one row per
+// (device identity, kernel), the kernel as its AST's deterministic text (buffer identity is not
+// in a kernel AST: slots are numbered), the device as Runtime::identity() (device, driver or
+// compiler, Target), and the library version in a column that must match. SQLite's own locking
+// (with a busy timeout) makes processes that tune at once safe, and its journal makes a write
+// that a killed process left half done invisible. A file that is not a database, or a corrupt
+// one, is removed and rebuilt, with a warning.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/opt.hpp"
+
+namespace vkgrad::engine {
+
+// The cached list for this kernel on this device, or nothing (absent, unreadable, another
+// library version).
+std::optional<std::vector<Opt>> beam_cache_get(const std::string& device,
+                                               const std::string& kernel);
+
+// Records a search's winner (replacing an earlier one). Failures are warnings, never errors.
+void beam_cache_put(const std::string& device, const std::string& kernel,
+                    const std::vector<Opt>& opts, double seconds, double heuristic_seconds);
+
+}  // namespace vkgrad::engine
