@@ -4,14 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 #include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"
@@ -110,16 +113,40 @@ class Search {
   }
 
   // The candidate's time, or nothing when it is dropped.
-  std::optional<double> evaluate(const std::vector<Opt>& opts, double limit) {
-    std::shared_ptr<CompiledKernel> k;
-    try {
-      k = rt_.compile(rt_.render(ast_, {.opts = opts}));
-    } catch (const Error& e) {  // an action that does not apply, a limit exceeded
-      if (debug_level() >= 4)
-        std::fprintf(stderr, "beam: %s: %s\n", to_string(opts).c_str(), e.what());
-      return std::nullopt;
-    }
-    const std::optional<double> t = time(*k, limit);
+  // Each list's kernel, compiled on as many threads as the machine has (the runtimes compile
+  // concurrently); null where the list does not apply or does not compile.
+  std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<std::vector<Opt>>& lists) {
+    std::vector<std::shared_ptr<CompiledKernel>> out(lists.size());
+    std::atomic<size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mu;
+    auto work = [&] {
+      for (size_t i; (i = next++) < lists.size();) {
+        try {
+          out[i] = rt_.compile(rt_.render(ast_, {.opts = lists[i]}));
+        } catch (const Error& e) {  // an action that does not apply, a limit exceeded
+          if (debug_level() >= 4)
+            std::fprintf(stderr, "beam: %s: %s\n", to_string(lists[i]).c_str(), e.what());
+        } catch (...) {
+          std::lock_guard lock(failure_mu);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    };
+    const size_t n =
+        std::min<size_t>(lists.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+    return out;
+  }
+
+  // The kernel's time, or nothing when it is dropped (too slow, or another output).
+  std::optional<double> measure(const CompiledKernel& k, const std::vector<Opt>& opts,
+                                double limit) {
+    const std::optional<double> t = time(k, limit);
     if (!t) return std::nullopt;
     std::vector<uint8_t> out = output();
     {
@@ -228,31 +255,41 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   std::map<std::string, bool> seen{{to_string(res.heuristic), true}};
   std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds}};
   Candidate best = beam[0];
-  auto try_candidate = [&](const std::vector<Opt>& opts, std::vector<Candidate>& into) {
-    if (!seen.emplace(to_string(opts), true).second) return;
-    ++res.tried;
-    if (const std::optional<double> t = s.evaluate(opts, best.seconds * kTimeoutFactor))
-      into.push_back({opts, *t});
-    else
-      ++res.dropped;
-    if (progress) {
-      double fastest = best.seconds;
-      for (const Candidate& c : into) fastest = std::min(fastest, c.seconds);
-      progress(res.tried, fastest);
+  // The lists not seen before, compiled together, then timed one at a time.
+  auto try_lists = [&](const std::vector<std::vector<Opt>>& lists, std::vector<Candidate>& into) {
+    std::vector<std::vector<Opt>> fresh;
+    for (const std::vector<Opt>& l : lists)
+      if (seen.emplace(to_string(l), true).second) fresh.push_back(l);
+    const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(fresh);
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      ++res.tried;
+      const std::optional<double> t =
+          kernels[i] ? s.measure(*kernels[i], fresh[i], best.seconds * kTimeoutFactor)
+                     : std::nullopt;
+      if (t)
+        into.push_back({fresh[i], *t});
+      else
+        ++res.dropped;
+      if (progress) {
+        double fastest = best.seconds;
+        for (const Candidate& c : into) fastest = std::min(fastest, c.seconds);
+        progress(res.tried, fastest);
+      }
     }
   };
-  try_candidate({}, beam);
+  try_lists({{}}, beam);
   for (const Candidate& c : beam)
     if (c.seconds < best.seconds) best = c;
   const std::vector<Opt> actions = beam_actions(ast);
   for (int round = 0; round < kMaxRounds; ++round) {
-    std::vector<Candidate> next;
+    std::vector<std::vector<Opt>> lists;
     for (const Candidate& c : beam)
       for (const Opt& a : actions) {
-        std::vector<Opt> opts = c.opts;
-        opts.push_back(a);
-        try_candidate(opts, next);
+        lists.push_back(c.opts);
+        lists.back().push_back(a);
       }
+    std::vector<Candidate> next;
+    try_lists(lists, next);
     if (next.empty()) break;
     std::stable_sort(next.begin(), next.end(),
                      [](const Candidate& a, const Candidate& b) { return a.seconds < b.seconds; });
