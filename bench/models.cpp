@@ -53,6 +53,7 @@ std::string slowest_kernels(const std::vector<KernelTime>& times, size_t n) {
 
 Row model_case(Suite& s, const std::string& name, bool jit) {
   Row row = s.row(jit ? name + "_jit" : name, "ms");
+  const RuntimeStats start = runtime_stats();
   Network net = make_network(name, s.device);
   Shape shape = net.input;
   int64_t numel = 1;
@@ -79,6 +80,13 @@ Row model_case(Suite& s, const std::string& name, bool jit) {
       static_cast<double>(after.kernels_run - before.kernels_run) / forwards,
       after.schedules_built - before.schedules_built,
       after.programs_compiled - before.programs_compiled));
+  // Kernels compiled for this case (its parameters' and its forward's) that a BEAM search tuned
+  // or the BEAM cache served.
+  if (const int64_t searched = before.beam_searches - start.beam_searches,
+      cached = before.beam_cache_hits - start.beam_cache_hits;
+      searched > 0 || cached > 0)
+    row.details.push_back(fmt::format("BEAM: {} kernels searched, {} Opt lists from the BEAM cache",
+                                      searched, cached));
   if (jit && jitted.replays() - replays_before < static_cast<int64_t>(runs.size()) + 1)
     row.fail("some timed forwards were not replays");
   if (!jit) {
