@@ -7,6 +7,7 @@
 // the whole process (the innermost one wins).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,7 @@ class Beam {
   Beam& operator=(const Beam&) = delete;
 
  private:
-  BeamOptions saved_;
-  bool had_saved_ = false;
+  std::optional<BeamOptions> saved_;  // the override it replaced
 };
 
 // One kernel a search tuned in this process.

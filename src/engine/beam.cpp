@@ -10,11 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"
@@ -112,7 +113,6 @@ class Search {
     return {p.opts, t};
   }
 
-  // The candidate's time, or nothing when it is dropped.
   // Each list's kernel, compiled on as many threads as the machine has (the runtimes compile
   // concurrently); null where the list does not apply or does not compile.
   std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<std::vector<Opt>>& lists) {
@@ -195,12 +195,10 @@ class Search {
   std::vector<uint8_t> reference_;
 };
 
-}  // namespace
-
-namespace {
 std::mutex g_settings_mu;
 std::optional<BeamOptions> g_override;  // the innermost live vkgrad::Beam's
 std::vector<TunedKernel> g_tuned;       // under g_settings_mu
+
 }  // namespace
 
 BeamOptions beam_settings() {
@@ -252,14 +250,14 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     double seconds;
   };
   std::tie(res.heuristic, res.heuristic_seconds) = s.reference();
-  std::map<std::string, bool> seen{{to_string(res.heuristic), true}};
+  std::set<std::string> seen{to_string(res.heuristic)};
   std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds}};
   Candidate best = beam[0];
   // The lists not seen before, compiled together, then timed one at a time.
   auto try_lists = [&](const std::vector<std::vector<Opt>>& lists, std::vector<Candidate>& into) {
     std::vector<std::vector<Opt>> fresh;
     for (const std::vector<Opt>& l : lists)
-      if (seen.emplace(to_string(l), true).second) fresh.push_back(l);
+      if (seen.insert(to_string(l)).second) fresh.push_back(l);
     const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(fresh);
     for (size_t i = 0; i < fresh.size(); ++i) {
       ++res.tried;
@@ -301,8 +299,6 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     best = next[0];
     beam = std::move(next);
   }
-  for (const Candidate& c : beam)
-    if (c.seconds < best.seconds) best = c;
   res.opts = best.opts;
   res.seconds = best.seconds;
   return res;
@@ -320,9 +316,7 @@ namespace vkgrad {
 Beam::Beam(BeamOptions options) {
   {
     std::lock_guard lock(engine::g_settings_mu);
-    had_saved_ = engine::g_override.has_value();
-    if (had_saved_) saved_ = *engine::g_override;
-    engine::g_override = options;
+    saved_ = std::exchange(engine::g_override, options);
   }
   engine::clear_compiled_kernels();
 }
@@ -330,10 +324,7 @@ Beam::Beam(BeamOptions options) {
 Beam::~Beam() {
   {
     std::lock_guard lock(engine::g_settings_mu);
-    if (had_saved_)
-      engine::g_override = saved_;
-    else
-      engine::g_override.reset();
+    engine::g_override = saved_;
   }
   engine::clear_compiled_kernels();
 }

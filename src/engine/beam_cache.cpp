@@ -97,6 +97,11 @@ struct Statement {
 
 }  // namespace
 
+bool beam_cache_present() {
+  std::error_code ec;
+  return fs::exists(cache_root() / "beam.db", ec);
+}
+
 std::optional<std::vector<Opt>> beam_cache_get(const std::string& device,
                                                const std::string& kernel) {
   Connection& c = connection();

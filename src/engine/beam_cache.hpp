@@ -18,6 +18,10 @@
 
 namespace vkgrad::engine {
 
+// Whether a cache file exists under the cache root (one stat): without one, compiles that do
+// not search need not build a kernel's key.
+bool beam_cache_present();
+
 // The cached list for this kernel on this device, or nothing (absent, unreadable, another
 // library version).
 std::optional<std::vector<Opt>> beam_cache_get(const std::string& device,

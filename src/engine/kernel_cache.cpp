@@ -83,13 +83,24 @@ Program render_tuned(Runtime& rt, const UOp& ast, CodegenOptions& opts) {
   return rt.render(ast, opts);
 }
 
+// Runtime::identity(), computed once per runtime (the CPU's reads /proc/cpuinfo).
+const std::string& identity_of(const Runtime& rt) {
+  static std::mutex mu;
+  static std::map<const Runtime*, std::string>* ids = new std::map<const Runtime*, std::string>();
+  std::lock_guard lock(mu);
+  auto it = ids->find(&rt);
+  if (it == ids->end()) it = ids->emplace(&rt, rt.identity()).first;
+  return it->second;
+}
+
 // The kernel's Opt list from the BEAM cache, else from a search when BEAM=N (beam.hpp), which
 // the cache then keeps; nothing: the heuristics'.
 void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOptions& opts) {
   const BeamOptions settings = beam_settings();
-  const bool read = settings.use_cache;
+  const bool read = settings.use_cache && beam_cache_present();
   if (!read && settings.width == 0) return;
-  const std::string device = cs.runtime->identity(), kernel = to_string(k.ast);
+  const std::string& device = identity_of(*cs.runtime);
+  const std::string kernel = to_string(k.ast);
   if (read)
     if (std::optional<std::vector<Opt>> cached = beam_cache_get(device, kernel)) {
       std::lock_guard s(g_stats_mu);
