@@ -6,8 +6,12 @@
 // and the Jit's output equals the plain forward's.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <vkgrad/jit.hpp>
+#include <vkgrad/onnx.hpp>
 
 #include "bench/harness.hpp"
 #include "models/bert_encoder.hpp"
@@ -109,6 +113,63 @@ Row model_case(Suite& s, const std::string& name, bool jit) {
   }
   if (got.size() != plain.size() || worst > 1e-4 * std::max(1.0, scale))
     row.fail(fmt::format("the output differs from the first plain forward's by {:.3g}", worst));
+  return row;
+}
+
+// The ONNX light ResNet-50 (../shared/onnx-models, or VKGRAD_ONNX_MODELS) through
+// vkgrad::onnx at batch 1, against the C++-built ResNet-50 under Jit timed in the same case:
+// the ratio is how close the importer's graph comes to the hand-built one.
+Row onnx_resnet50_case(Suite& s) {
+  Row row = s.row("onnx_resnet50", "ms");
+  const char* env = std::getenv("VKGRAD_ONNX_MODELS");
+  const std::filesystem::path dir =
+      std::filesystem::path(env ? env : VKGRAD_ONNX_MODELS_DIR) / "resnet50";
+  if (!onnx::available() || !std::filesystem::exists(dir / "model.onnx")) {
+    row.skipped = true;
+    row.check = onnx::available() ? "skipped: no " + (dir / "model.onnx").string()
+                                  : "skipped: built without ONNX";
+    return row;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  onnx::Model model = onnx::load((dir / "model.onnx").string(), s.device);
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const onnx::ValueInfo& in = model.inputs().at(0);
+  Shape shape = in.shape;
+  for (int64_t& d : shape)
+    if (d < 0) d = 1;
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  const Tensor x = Tensor::from_vector(random_floats(static_cast<size_t>(numel), 5, -1, 1), shape,
+                                       std::nullopt, s.device)
+                       .realize();
+  const auto t1 = std::chrono::steady_clock::now();
+  Tensor out = model.run({{in.name, x}}).begin()->second;
+  const double first_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  const RuntimeStats before = runtime_stats();
+  std::vector<Sample> runs = measure([&] {
+    return time_host([&] { out = model.run({{in.name, x}}).begin()->second; });
+  });
+  const RuntimeStats after = runtime_stats();
+  set_ours(row, runs, 0);
+  row.details.push_back(fmt::format(
+      "load {:.0f} ms, first run {:.0f} ms, {:.0f} kernels per forward", load_ms, first_ms,
+      static_cast<double>(after.kernels_run - before.kernels_run) /
+          static_cast<double>(runs.size() + 1)));
+
+  Network net = make_network("resnet50", s.device);
+  Jit jitted(
+      [&](const std::vector<Tensor>& v) -> std::vector<Tensor> { return {net.forward(v[0])}; });
+  const Tensor xc = x.reshape({1, 3, 224, 224});
+  jitted({xc}), jitted({xc});
+  std::vector<Sample> ref = measure([&] { return time_host([&] { (void)jitted({xc}); }); });
+  set_reference_time(row, "C++ resnet50_jit", median_ms(ref));
+  for (float v : out.to_vector<float>())
+    if (!std::isfinite(v)) {
+      row.fail("the output is not finite");
+      break;
+    }
   return row;
 }
 

@@ -755,6 +755,7 @@ const std::vector<Case>& cases() {
       {"mobilenetv2_jit", "ms", [](Suite& s) { return model_case(s, "mobilenetv2", true); }},
       {"bert_encoder", "ms", [](Suite& s) { return model_case(s, "bert_encoder", false); }},
       {"bert_encoder_jit", "ms", [](Suite& s) { return model_case(s, "bert_encoder", true); }},
+      {"onnx_resnet50", "ms", onnx_resnet50_case},
   };
   return all;
 }

@@ -11,6 +11,7 @@ packages=(
   libfmt-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev libsqlite3-dev python3
+  libonnx-dev libprotobuf-dev python3-onnx python3-numpy
 )
 peer_packages=(python3-torch python3-torchvision)
 

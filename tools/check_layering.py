@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that includes point down the stage order only.
 
-    ir <- sched <- codegen <- runtime <- vk, cpu <- engine <- tensor
+    ir <- sched <- codegen <- runtime <- vk, cpu <- engine <- tensor <- onnx
 
 Every #include in src/<stage>/** and include/vkgrad/** is resolved to the stage it names:
   - a quoted include that exists relative to the including file belongs to that file's stage;
@@ -35,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "cpu": {"runtime", "codegen", "sched", "ir"},
     "engine": {"vk", "cpu", "runtime", "codegen", "sched", "ir"},
     "tensor": {"engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
+    "onnx": {"tensor", "engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
 }
 STAGES = set(ALLOWED)
 PUBLIC = "public"  # the stage name reported for include/vkgrad/
@@ -46,6 +47,7 @@ PLATFORM: list[tuple[str, set[str]]] = [
     ("glslang/", {"vk"}),
     ("spirv-tools/", {"vk"}),
     ("dlfcn.h", {"cpu"}),
+    ("google/protobuf/", {"onnx"}),
 ]
 
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".c", ".def", ".inc", ".ipp"}

@@ -237,6 +237,17 @@ class Tensor {
   Tensor hardtanh(double min_val = -1.0, double max_val = 1.0) const;
   Tensor mish() const;
   Tensor square() const;
+  Tensor erf() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor isnan() const;  // bool; false everywhere for integer dtypes
+  Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
 
   // ---- reductions ---------------------------------------------------------------------------
 #define VKGRAD_REDUCTION(NAME)                                                   \
@@ -265,6 +276,13 @@ class Tensor {
   Tensor log_softmax(int axis = -1) const;
   Tensor logsumexp(int axis) const;
   Tensor cumsum(int axis) const;
+  Tensor cumprod(int axis) const;
+  // (values, int64 indices) of the k largest (smallest) along dim, sorted, ties to the lower
+  // index; NaN counts as the largest.
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true,
+                                 bool sorted = true) const;
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;
+  Tensor argsort(int dim = -1, bool descending = false) const;
 
   // ---- movement (views: no copy) ------------------------------------------------------------
   Tensor reshape(Shape shape) const;  // one -1 allowed
@@ -297,6 +315,16 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t n, int dim = 0) const;
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;
+  // A copy with src's values written at `index` along dim (PyTorch's scatter; negative indices
+  // count from the end). scatter_reduce combines instead: reduce is "sum", "prod", "mean",
+  // "amax" or "amin" (also "add", "mul", "max", "min"), with the input's value when
+  // include_self; "none" replaces.
+  Tensor scatter(int dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter_reduce(int dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self = true) const;
+  // The lower (upper) triangle of the last two dims from `diagonal` on; the rest zero.
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
 
   // ---- linear algebra and nn functions ------------------------------------------------------
   Tensor matmul(const Tensor& o) const;
@@ -346,6 +374,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
 Tensor matmul(const Tensor& a, const Tensor& b);
+// Einstein summation over the operands: "ij,jk->ik", "bij,bjk->bik", "ii->i", "...ij->...ji".
+Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

@@ -7,5 +7,6 @@
 #include <vkgrad/error.hpp>
 #include <vkgrad/jit.hpp>
 #include <vkgrad/nn.hpp>
+#include <vkgrad/onnx.hpp>
 #include <vkgrad/stats.hpp>
 #include <vkgrad/tensor.hpp>

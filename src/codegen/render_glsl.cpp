@@ -447,6 +447,9 @@ class GlslRenderer : public Linearizer {
     }
     if (from.is_bool()) return fmt::format("{}({})", T, x);
     if (glsl_type(from) == T) return is_small_int(to) ? wrap(to, x) : x;
+    if (target_.opaque_widening && to.itemsize() == 8 &&
+        (glsl_type(from) == "int" || glsl_type(from) == "uint"))
+      return fmt::format("({}({}) ^ {}(gl_WorkGroupID.x >= gl_NumWorkGroups.x))", T, x, T);
     return wrap(to, fmt::format("{}({})", T, x));
   }
   std::string bitcast(DType from, DType to, const std::string& x) const override {

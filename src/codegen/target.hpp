@@ -58,6 +58,10 @@ struct Target {
   // driver folds double(float(x)) back to x, so a float64 -> float32 cast is rendered through
   // an integer operation its optimizer cannot see through.
   bool opaque_narrowing = false;
+  // opaque_widening: the driver folds a widened 32-bit integer into an ordered compare with a
+  // 64-bit constant and gets it wrong, so 32 -> 64-bit integer casts go through an xor with a
+  // zero it cannot prove zero.
+  bool opaque_widening = false;
 };
 
 }  // namespace vkgrad

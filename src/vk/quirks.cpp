@@ -21,9 +21,13 @@ namespace {
 // What VKGRAD_VK_QUIRKS says about one quirk: nothing (probe it), on or off.
 using Forced = std::optional<bool>;
 
-Forced forced_narrowing_cast() {
+struct ForcedQuirks {
+  Forced narrowing_cast, widening_compare;
+};
+
+ForcedQuirks forced_quirks() {
   const char* list = env("VKGRAD_VK_QUIRKS");
-  Forced forced;
+  ForcedQuirks forced;
   std::string_view rest = list != nullptr ? list : "";
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
@@ -34,11 +38,15 @@ Forced forced_narrowing_cast() {
     if (word.empty()) continue;
     const bool on = word.front() != '-';
     if (!on) word.remove_prefix(1);
-    if (word != "narrowing_cast")
-      throw DeviceError(fmt::format(
-          "VKGRAD_VK_QUIRKS: unknown quirk '{}' (known: narrowing_cast; '-name' turns one off)",
-          word));
-    forced = on;
+    if (word == "narrowing_cast")
+      forced.narrowing_cast = on;
+    else if (word == "widening_compare")
+      forced.widening_compare = on;
+    else
+      throw DeviceError(
+          fmt::format("VKGRAD_VK_QUIRKS: unknown quirk '{}' (known: narrowing_cast, "
+                      "widening_compare; '-name' turns one off)",
+                      word));
   }
   return forced;
 }
@@ -148,30 +156,71 @@ std::string probe_narrowing_cast(Executor& ex) {
   return {};
 }
 
+// int64_t(i) compared with 64-bit constants, for i = 0..3 (the results written as doubles):
+// 1l < v, v < 1l and v >= 1l must give 0 1 1 1 / 1 0 0 0 / 0 1 1 1 less the first row's shift.
+constexpr const char* kWideningProbe = R"(#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 4) in;
+layout(set = 0, binding = 0, std430) buffer Data { double data[]; };
+void main() {
+  int i = int(gl_LocalInvocationID.x);
+  int64_t v = int64_t(i);
+  data[i] = (1l < v) ? 1.0 : 0.0;
+  data[i + 4] = (v < 1l) ? 1.0 : 0.0;
+  data[i + 8] = (v >= 1l) ? 1.0 : 0.0;
+}
+)";
+
+std::string probe_widening_compare(Executor& ex) {
+  std::vector<double> data(12, -1.0);
+  run_probe(ex, "probe_widening_compare", kWideningProbe, data);
+  for (int i = 0; i < 4; ++i) {
+    const double want[3] = {i > 1 ? 1.0 : 0.0, i < 1 ? 1.0 : 0.0, i >= 1 ? 1.0 : 0.0};
+    for (int k = 0; k < 3; ++k)
+      if (data[static_cast<size_t>(i + 4 * k)] != want[k])
+        return fmt::format("int64_t({}) {} came back {}", i,
+                           k == 0   ? "> 1"
+                           : k == 1 ? "< 1"
+                                    : ">= 1",
+                           data[static_cast<size_t>(i + 4 * k)]);
+  }
+  return {};
+}
+
+// One probe's verdict: forced, or probed once per physical device (the answer is the driver's,
+// and opening a device is frequent in tests).
+bool decide(Executor& ex, const char* name, Forced forced, std::string (*probe)(Executor&),
+            std::string& found) {
+  auto note = [&](const std::string& s) { found += (found.empty() ? "" : ", ") + s; };
+  if (forced) {
+    note(fmt::format("{}{} (VKGRAD_VK_QUIRKS)", name, *forced ? "" : " off"));
+    return *forced;
+  }
+  static std::mutex mu;
+  static std::map<std::pair<VkPhysicalDevice, std::string>, std::string> probed;
+  std::lock_guard lock(mu);
+  const auto key = std::make_pair(ex.device->physical, std::string(name));
+  auto it = probed.find(key);
+  if (it == probed.end()) it = probed.emplace(key, probe(ex)).first;
+  if (it->second.empty()) return false;
+  note(fmt::format("{} (probe: {})", name, it->second));
+  return true;
+}
+
 }  // namespace
 
 Quirks find_quirks(Executor& ex) {
   Quirks q;
-  const Forced forced = forced_narrowing_cast();
-  if (forced) {
-    q.narrowing_cast = *forced;
-    q.found =
-        *forced ? "narrowing_cast (VKGRAD_VK_QUIRKS)" : "narrowing_cast off (VKGRAD_VK_QUIRKS)";
-    return q;
-  }
-  // Without float64 in kernels there is no such cast to get wrong.
-  if (!ex.device->caps.use_fp64) return q;
-  // Once per physical device: the answer is the driver's, and opening a device is frequent
-  // in tests.
-  static std::mutex mu;
-  static std::map<VkPhysicalDevice, std::string> probed;
-  std::lock_guard lock(mu);
-  auto it = probed.find(ex.device->physical);
-  if (it == probed.end()) it = probed.emplace(ex.device->physical, probe_narrowing_cast(ex)).first;
-  if (!it->second.empty()) {
-    q.narrowing_cast = true;
-    q.found = "narrowing_cast (probe: " + it->second + ")";
-  }
+  const ForcedQuirks forced = forced_quirks();
+  // The probes keep their data in float64: without it in kernels there is no such cast to get
+  // wrong, and the widening probe cannot run (its quirk then stays off unless forced).
+  const bool fp64 = ex.device->caps.use_fp64;
+  if (fp64 || forced.narrowing_cast)
+    q.narrowing_cast =
+        decide(ex, "narrowing_cast", forced.narrowing_cast, probe_narrowing_cast, q.found);
+  if ((fp64 && ex.device->caps.use_int64) || forced.widening_compare)
+    q.widening_compare =
+        decide(ex, "widening_compare", forced.widening_compare, probe_widening_compare, q.found);
   return q;
 }
 

@@ -15,6 +15,11 @@ struct Quirks {
   // not (lavapipe in Mesa 25.0): float64 -> float32 casts are rendered so that the rounding
   // cannot be folded away (codegen Target::opaque_narrowing).
   bool narrowing_cast = false;
+  // The driver's optimizer gets an ordered compare of a widened 32-bit integer with a 64-bit
+  // constant wrong (int64_t(i) < 1l is always false in lavapipe of Mesa 22.3): 32 -> 64-bit
+  // integer casts are rendered so that the widening cannot be folded into the compare
+  // (codegen Target::opaque_widening).
+  bool widening_compare = false;
   std::string found;  // how each was decided, for describe(): "narrowing_cast (probe: ...)"
 };
 

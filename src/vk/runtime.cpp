@@ -45,6 +45,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.max_shared_bytes = l.maxComputeSharedMemorySize;
   t.max_push_bytes = l.maxPushConstantsSize;
   t.opaque_narrowing = q.narrowing_cast;
+  t.opaque_widening = q.widening_compare;
   return t;
 }
 

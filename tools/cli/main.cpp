@@ -1,8 +1,9 @@
 // tools/cli: the `vkgrad` command-line tool. `vkgrad demo` builds a few index expressions,
 // simplifies them and prints them before and after (ir only); `vkgrad info` prints the devices,
 // their capabilities and the host CPU; `vkgrad bench` runs the standard benchmark suite
-// (bench/suite.hpp) and can write its results as JSON. `vkgrad cold-start-child` is not in the
-// usage: the bench's cold_start_ms case runs it as a child process.
+// (bench/suite.hpp) and can write its results as JSON; `vkgrad run` runs an ONNX model (run.cpp).
+// `vkgrad cold-start-child` is not in the usage: the bench's cold_start_ms case runs it as a child
+// process.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,6 +20,7 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "bench/suite.hpp"
+#include "cli/run.hpp"
 #include "ir/interp.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -53,6 +55,10 @@ void print_usage(std::FILE* to) {
              "  bench   run the standard benchmark suite and print a table\n"
              "  tune    run cases once with BEAM search on, filling the BEAM cache, and print\n"
              "          each searched kernel's default and tuned time\n"
+             "  run     run an ONNX model: vkgrad run model.onnx [--device D]\n"
+             "          [--input name=file.pb ...] [--runs N] (random inputs where none is\n"
+             "          given, dynamic dimensions 1); prints its inputs and outputs, a summary\n"
+             "          of each output, the first-call and median times, kernels per call\n"
              "\n"
              "bench and tune options:\n"
              "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
@@ -375,6 +381,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench") return vkgrad::bench_command(args);
     if (cmd == "tune") return vkgrad::tune_command(args);
+    if (cmd == "run") return vkgrad::run_command(args);
     if (cmd == "cold-start-child") return vkgrad::cold_start_child(args, main_start);
   } catch (const vkgrad::Error& e) {
     fmt::print(stderr, "vkgrad {}: {}\n", cmd, e.what());

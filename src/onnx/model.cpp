@@ -1,0 +1,384 @@
+// onnx: load() and Model::run(). Loading parses the file, checks every node against the operator
+// table, and folds what depends only on constants (initializers, Constant nodes, the shapes of
+// fixed-shape inputs) once, on the host where the values are small. run() interprets the
+// remaining nodes over lazy Tensors inside a Jit, so repeated calls with the same input shapes
+// replay one capture.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <unordered_map>
+#include <vkgrad/jit.hpp>
+
+#include "onnx/graph.hpp"
+
+namespace vkgrad::onnx {
+namespace {
+
+// A dynamic dimension becomes a Variable bounded by this (VKGRAD_ONNX_MAX_DIM overrides it);
+// larger sizes capture with concrete shapes.
+int64_t dynamic_bound() {
+  static const int64_t bound = [] {
+    const char* env = std::getenv("VKGRAD_ONNX_MAX_DIM");
+    const int64_t v = env ? std::atoll(env) : 0;
+    return v > 0 ? v : int64_t{16};
+  }();
+  return bound;
+}
+
+std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// What one interpretation of the graph read back from the device.
+struct Trace {
+  std::set<std::string> inputs_read;  // graph inputs whose values an op read on the host
+  bool computed_read = false;         // a computed tensor was read (data-dependent shapes)
+};
+
+}  // namespace
+
+struct Model::Impl {
+  Graph g;
+  std::string device;
+  std::vector<bool> folded;  // per node: every output is a constant
+  std::set<std::string> host_inputs;
+  bool plain_only = false;  // the graph reads computed values on the host: no Jit
+  bool symbolic_ok = true;
+  std::map<std::string, std::unique_ptr<Jit>> jits;
+  int64_t retired_replays = 0, retired_captures = 0;
+
+  void check_nodes();
+  void fold_constants();
+  std::vector<Tensor> build(const std::vector<Tensor>& inputs, Trace& trace) const;
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool symbolic);
+  void retire_jits();
+};
+
+void Model::Impl::check_nodes() {
+  const OpRegistry& ops = registry();
+  std::set<std::string> defined;
+  for (const auto& [name, v] : g.constants) defined.insert(name);
+  for (const auto& in : g.inputs) defined.insert(in.name);
+  for (const Node& n : g.nodes) {
+    if (!n.domain.empty() && n.domain != "ai.onnx")
+      throw Error(
+          fmt::format("ONNX: {} (opset {}) is in domain '{}', which vkgrad does not "
+                      "support",
+                      n.label(), g.opset, n.domain));
+    auto it = ops.find(n.op_type);
+    if (it == ops.end())
+      throw Error(fmt::format("ONNX: {} (opset {}) is not supported: vkgrad has no operator {}",
+                              n.label(), g.opset, n.op_type));
+    if (g.opset < it->second.min_opset)
+      throw Error(fmt::format("ONNX: {} (opset {}) needs opset {} or later", n.label(), g.opset,
+                              it->second.min_opset));
+    for (const std::string& in : n.inputs)
+      if (!in.empty() && !defined.count(in))
+        throw FormatError(
+            fmt::format("ONNX: {} reads '{}', which no earlier node, initializer or "
+                        "graph input defines",
+                        n.label(), in));
+    for (const std::string& out : n.outputs)
+      if (!out.empty()) defined.insert(out);
+  }
+  for (const ValueInfo& out : g.outputs)
+    if (!defined.count(out.name))
+      throw FormatError(
+          fmt::format("ONNX: graph output '{}' is not defined by any node", out.name));
+}
+
+void Model::Impl::fold_constants() {
+  const OpRegistry& ops = registry();
+  std::map<std::string, Value> placeholders;
+  for (const ValueInfo& in : g.inputs) {
+    const bool fixed =
+        std::all_of(in.shape.begin(), in.shape.end(), [](int64_t d) { return d >= 0; });
+    if (fixed && !g.unranked.count(in.name)) {
+      Value v;
+      v.placeholder = std::make_pair(in.shape, in.dtype);
+      placeholders.emplace(in.name, std::move(v));
+    }
+  }
+  folded.assign(g.nodes.size(), false);
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    const Node& n = g.nodes[i];
+    const OpDef& def = ops.at(n.op_type);
+    if (!def.pure) continue;
+    std::vector<const Value*> ins;
+    bool known = true;
+    for (const std::string& name : n.inputs) {
+      if (name.empty()) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      auto c = g.constants.find(name);
+      auto p = placeholders.find(name);
+      if (c != g.constants.end())
+        ins.push_back(&c->second);
+      else if (p != placeholders.end())
+        ins.push_back(&p->second);
+      else
+        known = false;
+    }
+    if (!known) continue;
+    OpContext ctx(n, std::move(ins), g.opset, device, true);
+    OpOutputs outs;
+    try {
+      const bool all_host =
+          std::all_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& s) {
+            if (s.empty()) return true;
+            auto c = g.constants.find(s);
+            return c != g.constants.end() && c->second.host != nullptr;
+          });
+      outs = def.host && (all_host || n.op_type == "Shape" || n.op_type == "Size") ? def.host(ctx)
+                                                                                   : def.run(ctx);
+    } catch (const NotOnHost&) {
+      continue;
+    }
+    for (size_t k = 0; k < outs.size() && k < n.outputs.size(); k++)
+      if (!n.outputs[k].empty()) g.constants[n.outputs[k]] = std::move(outs[k]);
+    folded[i] = true;
+  }
+  // Device constants computed by folding (a weight transposed, a ConstantOfShape) are realized
+  // now, once, not in every forward.
+  std::vector<Tensor> pending;
+  for (auto& [name, v] : g.constants)
+    if (v.tensor.defined()) pending.push_back(v.tensor);
+  if (!pending.empty()) Tensor::realize_all(pending);
+}
+
+std::vector<Tensor> Model::Impl::build(const std::vector<Tensor>& inputs, Trace& trace) const {
+  const OpRegistry& ops = registry();
+  std::unordered_map<std::string, Value> env;
+  std::unordered_map<std::string, std::string> input_of;  // value name -> graph input name
+  for (size_t i = 0; i < g.inputs.size(); i++) {
+    env[g.inputs[i].name] = tensor_value(inputs[i]);
+    input_of[g.inputs[i].name] = g.inputs[i].name;
+  }
+  auto lookup = [&](const std::string& name) -> const Value* {
+    auto e = env.find(name);
+    if (e != env.end()) return &e->second;
+    auto c = g.constants.find(name);
+    if (c != g.constants.end()) return &c->second;
+    throw InternalError("onnx: value '" + name + "' undefined at run time");
+  };
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    if (folded[i]) continue;
+    const Node& n = g.nodes[i];
+    const OpDef& def = ops.at(n.op_type);
+    std::vector<const Value*> ins;
+    bool all_host = true;
+    for (const std::string& name : n.inputs) {
+      ins.push_back(name.empty() ? nullptr : lookup(name));
+      if (ins.back() && !ins.back()->host) all_host = false;
+    }
+    OpContext ctx(n, ins, g.opset, device, false);
+    OpOutputs outs = def.host && all_host ? def.host(ctx) : def.run(ctx);
+    for (size_t k : ctx.read_back()) {
+      auto it = input_of.find(n.inputs[k]);
+      if (it != input_of.end())
+        trace.inputs_read.insert(it->second);
+      else
+        trace.computed_read = true;
+    }
+    if (outs.size() > n.outputs.size())
+      throw InternalError(fmt::format("onnx: {} returned {} outputs for {}", n.label(), outs.size(),
+                                      n.outputs.size()));
+    for (size_t k = 0; k < n.outputs.size(); k++) {
+      if (n.outputs[k].empty()) continue;
+      if (k >= outs.size()) {
+        // An optional output the operator does not produce stays undefined; reading it fails.
+        continue;
+      }
+      env[n.outputs[k]] = std::move(outs[k]);
+    }
+  }
+  std::vector<Tensor> result;
+  for (const ValueInfo& out : g.outputs) {
+    const Value* v = lookup(out.name);
+    if (!v->tensor.defined() && !v->host)
+      throw Error(
+          fmt::format("ONNX: graph output '{}' is an optional output no node produced", out.name));
+    result.push_back(v->tensor.defined() ? v->tensor : v->host->to_tensor(device));
+  }
+  return result;
+}
+
+void Model::Impl::retire_jits() {
+  for (auto& [key, jit] : jits) {
+    retired_replays += jit->replays();
+    retired_captures += jit->captures();
+  }
+  jits.clear();
+}
+
+std::vector<Tensor> Model::Impl::call(const std::vector<Tensor>& inputs, bool symbolic) {
+  if (plain_only) {
+    Trace trace;
+    std::vector<Tensor> out = build(inputs, trace);
+    Tensor::realize_all(out);
+    return out;
+  }
+  std::string key;
+  for (size_t i = 0; i < inputs.size(); i++) {
+    // A symbolic axis keys by its variable, so every size it takes shares one Jit.
+    const auto sym = inputs[i].symbolic_shape();
+    std::vector<std::string> dims;
+    for (size_t d = 0; d < sym.size(); d++)
+      dims.push_back(sym[d] ? sym[d]->name()
+                            : std::to_string(inputs[i].shape(static_cast<int>(d))));
+    key += fmt::format("{}:{}:[{}];", g.inputs[i].name, inputs[i].dtype().name(),
+                       fmt::join(dims, ","));
+    if (host_inputs.count(g.inputs[i].name)) {
+      for (uint8_t b : inputs[i].to_bytes()) key += fmt::format("{:02x}", b);
+      key += ";";
+    }
+  }
+  if (symbolic) key = "sym:" + key;
+  auto& jit = jits[key];
+  if (!jit) {
+    jit = std::make_unique<Jit>([this](const std::vector<Tensor>& in) {
+      Trace trace;
+      std::vector<Tensor> out = build(in, trace);
+      if (trace.computed_read) plain_only = true;
+      for (const std::string& name : trace.inputs_read) host_inputs.insert(name);
+      return out;
+    });
+  }
+  const size_t host_inputs_before = host_inputs.size();
+  std::vector<Tensor> out = (*jit)(inputs);
+  if (plain_only || host_inputs.size() != host_inputs_before) retire_jits();
+  return out;
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const std::vector<ValueInfo>& Model::inputs() const { return impl_->g.inputs; }
+const std::vector<ValueInfo>& Model::outputs() const { return impl_->g.outputs; }
+const std::string& Model::device() const { return impl_->device; }
+int64_t Model::opset() const { return impl_->g.opset; }
+
+int64_t Model::replays() const {
+  int64_t n = impl_->retired_replays;
+  for (const auto& [key, jit] : impl_->jits) n += jit->replays();
+  return n;
+}
+
+int64_t Model::captures() const {
+  int64_t n = impl_->retired_captures;
+  for (const auto& [key, jit] : impl_->jits) n += jit->captures();
+  return n;
+}
+
+std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& inputs) {
+  Impl& m = *impl_;
+  for (const auto& [name, t] : inputs) {
+    const bool known = std::any_of(m.g.inputs.begin(), m.g.inputs.end(),
+                                   [&](const ValueInfo& v) { return v.name == name; });
+    if (!known)
+      throw Error(fmt::format("ONNX: run: the model has no input '{}' (inputs: {})", name,
+                              fmt::join(
+                                  [&] {
+                                    std::vector<std::string> names;
+                                    for (const ValueInfo& v : m.g.inputs) names.push_back(v.name);
+                                    return names;
+                                  }(),
+                                  ", ")));
+  }
+  std::vector<Tensor> ins;
+  bool dynamic = false;
+  for (const ValueInfo& info : m.g.inputs) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end())
+      throw Error(fmt::format("ONNX: run: input '{}' ({} {}) is missing", info.name,
+                              info.dtype.name(), shape_text(info.shape)));
+    Tensor t = it->second;
+    if (!t.defined())
+      throw Error(fmt::format("ONNX: run: input '{}' is an empty tensor", info.name));
+    if (t.dtype() != info.dtype)
+      throw DTypeError(fmt::format("ONNX: run: input '{}' must be {}, got {}", info.name,
+                                   info.dtype.name(), t.dtype().name()));
+    if (!m.g.unranked.count(info.name)) {
+      bool ok = t.ndim() == static_cast<int>(info.shape.size());
+      for (size_t d = 0; ok && d < info.shape.size(); d++)
+        ok = info.shape[d] < 0 || info.shape[d] == t.shape(static_cast<int>(d));
+      if (!ok)
+        throw ShapeError(
+            fmt::format("ONNX: run: input '{}' must have shape {} (-1: any size), "
+                        "got {}",
+                        info.name, shape_text(info.shape), shape_text(t.shape())));
+    }
+    if (t.device() != m.device) t = t.to(m.device);
+    for (int64_t d : info.shape) dynamic = dynamic || d < 0;
+    ins.push_back(std::move(t));
+  }
+
+  // A dynamic dimension of size <= the bound becomes a Variable: one capture serves them all.
+  std::vector<Tensor> outs;
+  bool symbolic = dynamic && m.symbolic_ok && !m.plain_only;
+  if (symbolic) {
+    std::vector<Tensor> sym = ins;
+    for (size_t i = 0; i < sym.size() && symbolic; i++) {
+      const ValueInfo& info = m.g.inputs[i];
+      for (size_t d = 0; d < info.shape.size(); d++) {
+        if (info.shape[d] >= 0) continue;
+        const int64_t size = sym[i].shape(static_cast<int>(d));
+        if (size < 1 || size > dynamic_bound()) {
+          symbolic = false;
+          break;
+        }
+        const std::string name =
+            "onnx:" +
+            (info.dim_names[d].empty() ? fmt::format("{}.{}", info.name, d) : info.dim_names[d]);
+        sym[i] = sym[i].symbolic(static_cast<int>(d), Variable(name, 1, dynamic_bound()));
+      }
+    }
+    if (symbolic) {
+      try {
+        outs = m.call(sym, true);
+      } catch (const NeedsConcrete&) {
+        symbolic = false;
+      } catch (const Error&) {
+        symbolic = false;  // the graph does something symbolic sizes cannot express
+      }
+      if (!symbolic) {
+        m.symbolic_ok = false;
+        m.retire_jits();
+      }
+    }
+  }
+  if (!symbolic) {
+    try {
+      outs = m.call(ins, false);
+    } catch (const NeedsConcrete&) {
+      throw InternalError("onnx: a concrete build asked for concrete sizes");
+    }
+  }
+
+  std::map<std::string, Tensor> result;
+  std::vector<Tensor> kept;
+  for (size_t i = 0; i < outs.size(); i++) kept.push_back(outs[i].clone());
+  Tensor::realize_all(kept);
+  for (size_t i = 0; i < outs.size(); i++) result.emplace(m.g.outputs[i].name, kept[i]);
+  return result;
+}
+
+Model load(const std::string& path, const std::string& device) {
+  auto impl = std::make_unique<Model::Impl>();
+  impl->device = device.empty() ? Tensor::zeros({}).device() : device;
+  impl->g = parse_model(path, impl->device);
+  impl->check_nodes();
+  impl->fold_constants();
+  return Model(std::move(impl));
+}
+
+Tensor load_tensor(const std::string& path, const std::string& device) {
+  return parse_tensor_file(path, device).tensor;
+}
+
+bool available() { return true; }
+
+}  // namespace vkgrad::onnx

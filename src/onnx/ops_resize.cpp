@@ -1,0 +1,197 @@
+// onnx: Resize and Upsample. Each resized axis is one matrix product: the output positions'
+// weights over the input positions (nearest: one 1 per row; linear: two taps; cubic: four) are
+// computed on the host from the shapes alone and applied along that axis.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "onnx/graph.hpp"
+
+namespace vkgrad::onnx {
+namespace {
+
+struct ResizeMode {
+  std::string mode = "nearest", coord = "half_pixel", nearest = "round_prefer_floor";
+  double cubic_a = -0.75, extrapolation = 0.0;
+  bool exclude_outside = false;
+};
+
+// The source coordinate of output position x along an axis.
+// `out` is the output length the coordinates are relative to: in * scale (unrounded) when
+// scales were given, as ONNX's reference computes it.
+double source_coord(const ResizeMode& m, double x, int64_t in, double out, double scale,
+                    double roi_start, double roi_end) {
+  if (m.coord == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (m.coord == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (m.coord == "align_corners")
+    return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (out - 1);
+  if (m.coord == "asymmetric") return x / scale;
+  if (m.coord == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (m.coord == "tf_crop_and_resize")
+    return out > 1 ? roi_start * static_cast<double>(in - 1) +
+                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / (out - 1)
+                   : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
+  throw Error("ONNX: Resize: coordinate_transformation_mode '" + m.coord + "' is not supported");
+}
+
+int64_t nearest_index(const ResizeMode& m, double xo, int64_t in) {
+  double v;
+  if (m.nearest == "round_prefer_floor")
+    v = xo == std::floor(xo) + 0.5 ? std::floor(xo) : std::round(xo);
+  else if (m.nearest == "round_prefer_ceil")
+    v = xo == std::floor(xo) + 0.5 ? std::ceil(xo) : std::round(xo);
+  else if (m.nearest == "floor")
+    v = std::floor(xo);
+  else if (m.nearest == "ceil")
+    v = std::ceil(xo);
+  else
+    throw Error("ONNX: Resize: nearest_mode '" + m.nearest + "' is not supported");
+  return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
+}
+
+// Row-major [out, in] weights, and per output whether it lies outside (tf_crop_and_resize).
+std::pair<std::vector<double>, std::vector<double>> axis_weights(const ResizeMode& m, int64_t in,
+                                                                 int64_t out, double out_len,
+                                                                 double scale, double rs,
+                                                                 double re) {
+  std::vector<double> w(static_cast<size_t>(out * in), 0.0), outside(static_cast<size_t>(out), 0.0);
+  for (int64_t x = 0; x < out; x++) {
+    double xo = source_coord(m, static_cast<double>(x), in, out_len, scale, rs, re);
+    double* row = &w[static_cast<size_t>(x * in)];
+    if (m.coord == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(in - 1))) {
+      outside[static_cast<size_t>(x)] = 1.0;
+      continue;
+    }
+    if (m.mode == "nearest") {
+      row[nearest_index(m, xo, in)] = 1.0;
+    } else if (m.mode == "linear") {
+      xo = std::clamp(xo, 0.0, static_cast<double>(in - 1));
+      const int64_t x0 = static_cast<int64_t>(std::floor(xo));
+      const int64_t x1 = std::min(x0 + 1, in - 1);
+      const double t = xo - static_cast<double>(x0);
+      row[x0] += 1.0 - t;
+      row[x1] += t;
+    } else if (m.mode == "cubic") {
+      const double a = m.cubic_a;
+      const int64_t x0 = static_cast<int64_t>(std::floor(xo));
+      const double t = xo - static_cast<double>(x0);
+      auto near = [&](double s) { return ((a + 2) * s - (a + 3)) * s * s + 1; };
+      auto far = [&](double s) { return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a; };
+      const double coef[4] = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+      double total = 0;
+      for (int k = 0; k < 4; k++) {
+        int64_t src = x0 - 1 + k;
+        if (src < 0 || src >= in) {
+          if (m.exclude_outside) continue;
+          src = std::clamp<int64_t>(src, 0, in - 1);
+        }
+        row[src] += coef[k];
+        total += coef[k];
+      }
+      if (m.exclude_outside && total != 0)
+        for (int64_t k = 0; k < in; k++) row[k] /= total;
+    } else {
+      throw Error("ONNX: Resize: mode '" + m.mode + "' is not supported");
+    }
+  }
+  return {w, outside};
+}
+
+OpOutputs resize(OpContext& c, bool upsample) {
+  Tensor x = c.in(0);
+  const int rank = x.ndim();
+  ResizeMode m;
+  m.mode = c.attr_s("mode", "nearest");
+  if (upsample || c.opset() < 11) {
+    m.coord = "asymmetric";
+    m.nearest = "floor";
+  } else {
+    m.coord = c.attr_s("coordinate_transformation_mode", "half_pixel");
+    m.nearest = c.attr_s("nearest_mode", "round_prefer_floor");
+  }
+  m.cubic_a = c.attr_f("cubic_coeff_a", -0.75);
+  m.exclude_outside = c.attr_i("exclude_outside", 0) != 0;
+  m.extrapolation = c.attr_f("extrapolation_value", 0.0);
+  if (m.mode == "bilinear" || m.mode == "trilinear") m.mode = "linear";
+
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  if (upsample) {
+    scales = c.opset() >= 9 ? c.host(1).to_floats() : c.attr_floats("scales");
+  } else if (c.opset() < 11) {
+    scales = c.host(1).to_floats();
+  } else {
+    if (c.has(1) && c.host(1).numel() > 0) roi = c.host(1).to_floats();
+    if (c.has(2) && c.host(2).numel() > 0) scales = c.host(2).to_floats();
+    if (c.has(3) && c.host(3).numel() > 0) sizes = c.host(3).to_ints();
+  }
+  if (c.has_attr("axes") || c.attr_s("keep_aspect_ratio_policy", "stretch") != "stretch")
+    c.fail("the axes and keep_aspect_ratio_policy attributes are not supported");
+  if (scales.empty() == sizes.empty()) c.fail("exactly one of scales and sizes must be given");
+  if (!scales.empty() && static_cast<int>(scales.size()) != rank)
+    c.fail(fmt::format("{} scales for a rank-{} input", scales.size(), rank));
+  if (!sizes.empty() && static_cast<int>(sizes.size()) != rank)
+    c.fail(fmt::format("{} sizes for a rank-{} input", sizes.size(), rank));
+
+  const DType dt = x.dtype();
+  Tensor y = dt.is_float() ? x : x.cast(dtypes::float32);
+  for (int d = 0; d < rank; d++) {
+    const int64_t in = x.shape(d);
+    const int64_t out =
+        sizes.empty() ? static_cast<int64_t>(
+                            std::floor(static_cast<double>(in) * scales[static_cast<size_t>(d)]))
+                      : sizes[static_cast<size_t>(d)];
+    const double scale = sizes.empty() ? scales[static_cast<size_t>(d)]
+                                       : static_cast<double>(out) / static_cast<double>(in);
+    const bool has_roi = m.coord == "tf_crop_and_resize";
+    if (out == in && scale == 1.0 && !has_roi) continue;
+    const double rs = has_roi ? roi.at(static_cast<size_t>(d)) : 0.0;
+    const double re = has_roi ? roi.at(static_cast<size_t>(d + rank)) : 1.0;
+    const double out_len =
+        sizes.empty() ? static_cast<double>(in) * scale : static_cast<double>(out);
+    auto [w, outside] = axis_weights(m, in, out, out_len, scale, rs, re);
+    // y moved so axis d is last, times W^T: [..., in] @ [in, out].
+    std::vector<int> order;
+    for (int i = 0; i < rank; i++)
+      if (i != d) order.push_back(i);
+    order.push_back(d);
+    std::vector<int> back(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; i++) back[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+    const Tensor wt =
+        HostArray::of_floats(std::move(w), {out, in}, y.dtype()).to_tensor(c.device());
+    Tensor moved = y.permute(order).matmul(wt.transpose(0, 1));
+    if (has_roi) {
+      const Tensor mask =
+          HostArray::of_floats(std::move(outside), {out}, y.dtype()).to_tensor(c.device());
+      moved = (mask != 0).where(Tensor(m.extrapolation).cast(y.dtype()), moved);
+    }
+    y = moved.permute(back);
+  }
+  if (!dt.is_float()) y = y.round().cast(dt);
+  return OpOutputs{tensor_value(y.cast(dt))};
+}
+
+}  // namespace
+
+void register_misc_ops(OpRegistry& r) {
+  r["Resize"].run = [](OpContext& c) { return resize(c, false); };
+  r["Upsample"].run = [](OpContext& c) { return resize(c, true); };
+}
+
+const OpRegistry& registry() {
+  static const OpRegistry table = [] {
+    OpRegistry r;
+    register_math_ops(r);
+    register_nn_ops(r);
+    register_shape_ops(r);
+    register_misc_ops(r);
+    register_loss_ops(r);
+    register_quant_ops(r);
+    register_signal_ops(r);
+    register_host_ops(r);
+    return r;
+  }();
+  return table;
+}
+
+}  // namespace vkgrad::onnx

@@ -1,0 +1,387 @@
+// onnx: reading .onnx and .pb files with Debian's libonnx (protobuf messages) into the
+// importer's Graph. The only file that includes the protobuf headers.
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "onnx/graph.hpp"
+
+namespace vkgrad::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+using TP = ::onnx::TensorProto;
+
+// Constants up to this many elements are also kept on the host, where shape arithmetic and
+// attribute-like inputs (Reshape's shape, Slice's starts) read them without a device round trip.
+constexpr int64_t kHostLimit = 4096;
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError(fmt::format("ONNX: cannot open {} '{}'", what, path));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw FormatError(fmt::format("ONNX: error reading {} '{}'", what, path));
+  return data;
+}
+
+int64_t checked_numel(const Shape& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw FormatError(fmt::format("ONNX: {} has a negative dimension", what));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw FormatError(fmt::format("ONNX: {} has too many elements", what));
+    n *= d;
+  }
+  return n;
+}
+
+// A tensor's element bytes: a view of the message's raw_data, or bytes we own (typed fields,
+// external data).
+struct Decoded {
+  DType dtype;
+  Shape shape;
+  int64_t numel = 0;
+  std::string owned;
+  const char* data = nullptr;
+  size_t nbytes = 0;
+};
+
+template <class Src, class Dst>
+void pack(const Src& src, std::string& out) {
+  out.resize(src.size() * sizeof(Dst));
+  auto* p = reinterpret_cast<Dst*>(out.data());
+  for (int i = 0; i < src.size(); i++) p[i] = static_cast<Dst>(src.Get(i));
+}
+
+Decoded decode(const TP& t, const std::string& dir) {
+  const std::string what = fmt::format("tensor '{}'", t.name());
+  Decoded d;
+  d.dtype = dtype_of_onnx(t.data_type(), what);
+  d.shape.assign(t.dims().begin(), t.dims().end());
+  d.numel = checked_numel(d.shape, what);
+  const size_t want = static_cast<size_t>(d.numel) * d.dtype.itemsize();
+  if (t.data_location() == TP::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      try {
+        if (kv.key() == "offset") offset = std::stoll(kv.value());
+        if (kv.key() == "length") length = std::stoll(kv.value());
+      } catch (const std::exception&) {
+        throw FormatError(
+            fmt::format("ONNX: {} has a bad external data {} '{}'", what, kv.key(), kv.value()));
+      }
+    }
+    if (location.empty())
+      throw FormatError(fmt::format("ONNX: {} is external but names no location", what));
+    const fs::path file = fs::path(dir) / location;
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      throw FormatError(
+          fmt::format("ONNX: external data file '{}' of {} is missing", file.string(), what));
+    in.seekg(0, std::ios::end);
+    const int64_t size = in.tellg();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size || static_cast<size_t>(length) != want)
+      throw FormatError(fmt::format(
+          "ONNX: external data of {} ('{}', offset {}, length {}) does not hold its {} bytes "
+          "(the file has {})",
+          what, file.string(), offset, length, want, size));
+    d.owned.resize(want);
+    in.seekg(offset);
+    in.read(d.owned.data(), static_cast<std::streamsize>(want));
+    if (!in) throw FormatError(fmt::format("ONNX: error reading '{}'", file.string()));
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != want)
+      throw FormatError(fmt::format("ONNX: {} of shape [{}] holds {} bytes of raw data, not {}",
+                                    what, fmt::join(d.shape, ", "), t.raw_data().size(), want));
+    d.data = t.raw_data().data();
+    d.nbytes = want;
+    return d;
+  } else {
+    using S = ScalarType;
+    int count = -1;
+    switch (d.dtype.scalar_type()) {
+      case S::float32:
+        pack<decltype(t.float_data()), float>(t.float_data(), d.owned);
+        count = t.float_data_size();
+        break;
+      case S::float64:
+        pack<decltype(t.double_data()), double>(t.double_data(), d.owned);
+        count = t.double_data_size();
+        break;
+      case S::int64:
+        pack<decltype(t.int64_data()), int64_t>(t.int64_data(), d.owned);
+        count = t.int64_data_size();
+        break;
+      case S::uint64:
+        pack<decltype(t.uint64_data()), uint64_t>(t.uint64_data(), d.owned);
+        count = t.uint64_data_size();
+        break;
+      case S::uint32:
+        pack<decltype(t.uint64_data()), uint32_t>(t.uint64_data(), d.owned);
+        count = t.uint64_data_size();
+        break;
+      case S::int32:
+        pack<decltype(t.int32_data()), int32_t>(t.int32_data(), d.owned);
+        count = t.int32_data_size();
+        break;
+      case S::int16:
+        pack<decltype(t.int32_data()), int16_t>(t.int32_data(), d.owned);
+        count = t.int32_data_size();
+        break;
+      case S::uint16:
+      case S::float16:
+      case S::bfloat16:
+        pack<decltype(t.int32_data()), uint16_t>(t.int32_data(), d.owned);
+        count = t.int32_data_size();
+        break;
+      case S::int8:
+        pack<decltype(t.int32_data()), int8_t>(t.int32_data(), d.owned);
+        count = t.int32_data_size();
+        break;
+      case S::uint8:
+      case S::bool_:
+        pack<decltype(t.int32_data()), uint8_t>(t.int32_data(), d.owned);
+        count = t.int32_data_size();
+        break;
+      default:
+        break;
+    }
+    if (count != d.numel)
+      throw FormatError(fmt::format("ONNX: {} of shape [{}] holds {} values, not {}", what,
+                                    fmt::join(d.shape, ", "), count, d.numel));
+  }
+  d.data = d.owned.data();
+  d.nbytes = d.owned.size();
+  return d;
+}
+
+// Initializers and Constant tensors: on the device, and on the host too when small.
+Value to_value(const Decoded& d, const std::string& device, bool upload) {
+  Value v;
+  if (d.numel <= kHostLimit)
+    v.host = std::make_shared<HostArray>(HostArray::from_bytes(d.data, d.dtype, d.shape));
+  if (upload || !v.host) v.tensor = Tensor::from_bytes(d.data, d.nbytes, d.shape, d.dtype, device);
+  return v;
+}
+
+ValueInfo value_info(const ::onnx::ValueInfoProto& vi) {
+  ValueInfo out;
+  out.name = vi.name();
+  if (!vi.type().has_tensor_type())
+    throw Error(
+        fmt::format("ONNX: value '{}' is not a tensor (sequences, maps and optionals are "
+                    "not supported)",
+                    vi.name()));
+  const auto& tt = vi.type().tensor_type();
+  out.dtype = dtype_of_onnx(tt.elem_type(), fmt::format("value '{}'", vi.name()));
+  if (tt.has_shape()) {
+    for (const auto& dim : tt.shape().dim()) {
+      if (dim.has_dim_value()) {
+        out.shape.push_back(dim.dim_value());
+        out.dim_names.emplace_back();
+      } else {
+        out.shape.push_back(-1);
+        out.dim_names.push_back(dim.has_dim_param() ? dim.dim_param() : std::string());
+      }
+    }
+  }
+  return out;
+}
+
+Attribute attribute(const ::onnx::AttributeProto& a, const std::string& dir) {
+  Attribute out;
+  using A = ::onnx::AttributeProto;
+  switch (a.type()) {
+    case A::FLOAT:
+      out.kind = Attribute::Kind::Float;
+      out.f = a.f();
+      break;
+    case A::INT:
+      out.kind = Attribute::Kind::Int;
+      out.i = a.i();
+      break;
+    case A::STRING:
+      out.kind = Attribute::Kind::String;
+      out.s = a.s();
+      break;
+    case A::FLOATS:
+      out.kind = Attribute::Kind::Floats;
+      out.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case A::INTS:
+      out.kind = Attribute::Kind::Ints;
+      out.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case A::STRINGS:
+      out.kind = Attribute::Kind::Strings;
+      out.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case A::TENSOR: {
+      out.kind = Attribute::Kind::Tensor;
+      const Decoded d = decode(a.t(), dir);
+      out.tensor = std::make_shared<HostArray>(HostArray::from_bytes(d.data, d.dtype, d.shape));
+      break;
+    }
+    case A::GRAPH:
+      out.kind = Attribute::Kind::Graph;
+      break;
+    default:
+      out.kind = Attribute::Kind::Other;
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph parse_model(const std::string& path, const std::string& device) {
+  const std::string bytes = read_file(path, "model file");
+  ::onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw FormatError(
+        fmt::format("ONNX: '{}' is not a valid ONNX model (malformed or truncated "
+                    "protobuf)",
+                    path));
+  if (!model.has_graph())
+    throw FormatError(fmt::format("ONNX: '{}' has no graph (truncated file?)", path));
+  Graph g;
+  g.dir = fs::path(path).parent_path().string();
+  g.opset = -1;
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
+  if (g.opset < 0) {
+    if (model.opset_import_size() == 0)
+      throw FormatError(fmt::format("ONNX: '{}' imports no opset (truncated file?)", path));
+    g.opset = 1;  // only other domains imported: default-domain ops are then unversioned
+  }
+
+  const auto& graph = model.graph();
+  for (const auto& init : graph.initializer()) {
+    const Decoded d = decode(init, g.dir);
+    g.constants[init.name()] = to_value(d, device, true);
+  }
+  if (graph.sparse_initializer_size() > 0)
+    throw Error(fmt::format("ONNX: '{}' has sparse initializers, which are not supported", path));
+  for (const auto& in : graph.input()) {
+    if (g.constants.count(in.name())) continue;
+    g.inputs.push_back(value_info(in));
+    if (!in.type().tensor_type().has_shape()) g.unranked.insert(in.name());
+  }
+  for (const auto& out : graph.output()) g.outputs.push_back(value_info(out));
+
+  g.nodes.reserve(graph.node_size());
+  for (const auto& n : graph.node()) {
+    Node node;
+    node.op_type = n.op_type();
+    node.name = n.name();
+    node.domain = n.domain();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) {
+      if (!a.ref_attr_name().empty())
+        throw Error(
+            fmt::format("ONNX: {} uses a reference attribute ('{}'), only valid inside "
+                        "functions",
+                        node.label(), a.name()));
+      node.attrs[a.name()] = attribute(a, g.dir);
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  return g;
+}
+
+Value parse_tensor_file(const std::string& path, const std::string& device) {
+  const std::string bytes = read_file(path, "tensor file");
+  TP t;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw FormatError(fmt::format("ONNX: '{}' is not a serialized TensorProto", path));
+  if (!t.has_data_type() || t.data_type() == TP::UNDEFINED)
+    throw FormatError(
+        fmt::format("ONNX: '{}' is not a serialized TensorProto (no data type)", path));
+  const Decoded d = decode(t, fs::path(path).parent_path().string());
+  Value v;
+  v.tensor = Tensor::from_bytes(d.data, d.nbytes, d.shape, d.dtype, device);
+  return v;
+}
+
+DType dtype_of_onnx(int32_t elem_type, const std::string& where) {
+  switch (elem_type) {
+    case TP::FLOAT:
+      return dtypes::float32;
+    case TP::DOUBLE:
+      return dtypes::float64;
+    case TP::FLOAT16:
+      return dtypes::float16;
+    case TP::BFLOAT16:
+      return dtypes::bfloat16;
+    case TP::INT8:
+      return dtypes::int8;
+    case TP::INT16:
+      return dtypes::int16;
+    case TP::INT32:
+      return dtypes::int32;
+    case TP::INT64:
+      return dtypes::int64;
+    case TP::UINT8:
+      return dtypes::uint8;
+    case TP::UINT16:
+      return dtypes::uint16;
+    case TP::UINT32:
+      return dtypes::uint32;
+    case TP::UINT64:
+      return dtypes::uint64;
+    case TP::BOOL:
+      return dtypes::bool_;
+    default:
+      break;
+  }
+  std::string name = ::onnx::TensorProto_DataType_IsValid(elem_type)
+                         ? ::onnx::TensorProto_DataType_Name(elem_type)
+                         : fmt::format("element type {}", elem_type);
+  throw Error(fmt::format("ONNX: {} has dtype {}, which vkgrad does not support", where, name));
+}
+
+int32_t onnx_of_dtype(DType dt) {
+  using S = ScalarType;
+  switch (dt.scalar_type()) {
+    case S::float32:
+      return TP::FLOAT;
+    case S::float64:
+      return TP::DOUBLE;
+    case S::float16:
+      return TP::FLOAT16;
+    case S::bfloat16:
+      return TP::BFLOAT16;
+    case S::int8:
+      return TP::INT8;
+    case S::int16:
+      return TP::INT16;
+    case S::int32:
+      return TP::INT32;
+    case S::int64:
+      return TP::INT64;
+    case S::uint8:
+      return TP::UINT8;
+    case S::uint16:
+      return TP::UINT16;
+    case S::uint32:
+      return TP::UINT32;
+    case S::uint64:
+      return TP::UINT64;
+    case S::bool_:
+      return TP::BOOL;
+    default:
+      return TP::UNDEFINED;
+  }
+}
+
+}  // namespace vkgrad::onnx
