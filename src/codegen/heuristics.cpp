@@ -110,7 +110,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // every barrier: it groups only reductions to fewer outputs than that.
   const int64_t group_below = target.cpu_device ? 64 : 4096;
   if (target.local_memory && prod_sizes(info.globals) < group_below &&
-      prod_sizes(info.reduces) >= 256) {
+      prod_sizes(info.reduces) >= 256 && reductions_span_all_axes(ast)) {
     const int64_t per_lane = group_shared_bytes(ast, 1);
     int64_t lanes = std::min<int64_t>(256, target.max_workgroup_invocations);
     while (lanes > 2 && lanes * per_lane > target.max_shared_bytes) lanes /= 2;

@@ -117,6 +117,19 @@ UOp apply_group(const UOp& ast, const RangeInfo& info, int64_t lanes) {
 
 }  // namespace
 
+// GROUP flattens all reduce axes into one; a reduction over only some of them (two reductions of
+// one kernel over different axes) would then add its values once per lane of the others.
+bool reductions_span_all_axes(const UOp& ast) {
+  const RangeInfo info = collect_ranges(ast);
+  for (const UOp& r : toposort(ast)) {
+    if (r.op() != Ops::REDUCE) continue;
+    if (r.src().size() - 1 != info.reduces.size()) return false;
+    for (const UOp& axis : info.reduces)
+      if (std::find(r.src().begin() + 1, r.src().end(), axis) == r.src().end()) return false;
+  }
+  return true;
+}
+
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes) {
   int64_t bytes = 0;
   for (const UOp& u : toposort(ast))
@@ -257,6 +270,8 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
           fail(fmt::format("the amount must be a power of two from 2 to {}",
                            target.max_workgroup_invocations));
+        if (!reductions_span_all_axes(ast))
+          fail("the kernel's reductions run over different reduce axes");
         if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
           fail(fmt::format("{} bytes of shared memory, over the target's {}",
                            group_shared_bytes(ast, o.amount), target.max_shared_bytes));

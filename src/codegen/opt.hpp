@@ -61,6 +61,8 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
 
 // Shared memory GROUP with `lanes` lanes needs: one 4- or 8-byte slot per lane per REDUCE.
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes);
+// Whether every reduction of the kernel runs over all its reduce axes (GROUP needs it).
+bool reductions_span_all_axes(const UOp& ast);
 
 // The heuristics' list for a kernel (simplified) on a target: what NOOPT=1 leaves out.
 std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target);

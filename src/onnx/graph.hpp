@@ -156,6 +156,7 @@ void register_loss_ops(OpRegistry& r);
 void register_quant_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_host_ops(OpRegistry& r);
+void register_rnn_ops(OpRegistry& r);
 
 // Conv over any number of spatial dims with the node's strides, pads (or auto_pad), dilations
 // and group (ops_nn.cpp); quantized convolutions reuse it.

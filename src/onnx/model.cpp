@@ -181,9 +181,7 @@ std::vector<Tensor> Model::Impl::build(const std::vector<Tensor>& inputs, Trace&
       else
         trace.computed_read = true;
     }
-    if (outs.size() > n.outputs.size())
-      throw InternalError(fmt::format("onnx: {} returned {} outputs for {}", n.label(), outs.size(),
-                                      n.outputs.size()));
+    // Outputs beyond those the node names (optional outputs it leaves out) are dropped.
     for (size_t k = 0; k < n.outputs.size(); k++) {
       if (n.outputs[k].empty()) continue;
       if (k >= outs.size()) {

@@ -202,6 +202,50 @@ void register_host_ops(OpRegistry& r) {
         tensor_value(HostArray::of_ints(std::move(cnt_out), {u}).to_tensor(c.device()))};
   };
 
+  // Det: LU with partial pivoting per matrix, on the host (in double precision).
+  r["Det"].run = [](OpContext& c) {
+    const HostArray& a = c.host(0);
+    const size_t rank = a.shape.size();
+    if (rank < 2 || a.shape[rank - 1] != a.shape[rank - 2])
+      throw ShapeError(fmt::format("ONNX: {}: input must be [..., n, n]", c.node().label()));
+    const int64_t n = a.shape[rank - 1];
+    const int64_t count = n ? a.numel() / (n * n) : 0;
+    std::vector<double> dets;
+    for (int64_t b = 0; b < count; b++) {
+      std::vector<double> m(static_cast<size_t>(n * n));
+      for (int64_t i = 0; i < n * n; i++) m[static_cast<size_t>(i)] = a.at(b * n * n + i);
+      double det = 1.0;
+      for (int64_t k = 0; k < n; k++) {
+        int64_t piv = k;
+        for (int64_t i = k + 1; i < n; i++)
+          if (std::abs(m[static_cast<size_t>(i * n + k)]) >
+              std::abs(m[static_cast<size_t>(piv * n + k)]))
+            piv = i;
+        if (m[static_cast<size_t>(piv * n + k)] == 0.0) {
+          det = 0.0;
+          break;
+        }
+        if (piv != k) {
+          for (int64_t j = 0; j < n; j++)
+            std::swap(m[static_cast<size_t>(k * n + j)], m[static_cast<size_t>(piv * n + j)]);
+          det = -det;
+        }
+        const double p = m[static_cast<size_t>(k * n + k)];
+        det *= p;
+        for (int64_t i = k + 1; i < n; i++) {
+          const double f = m[static_cast<size_t>(i * n + k)] / p;
+          for (int64_t j = k; j < n; j++)
+            m[static_cast<size_t>(i * n + j)] -= f * m[static_cast<size_t>(k * n + j)];
+        }
+      }
+      dets.push_back(det);
+    }
+    const Shape out(a.shape.begin(), a.shape.end() - 2);
+    return one(HostArray::of_floats(std::move(dets), out, dtypes::float64)
+                   .cast(a.dtype)
+                   .to_tensor(c.device()));
+  };
+
   // MaxUnpool: the values scattered to their flat indices in a zero output.
   r["MaxUnpool"].run = [](OpContext& c) {
     const Tensor x = c.in(0);

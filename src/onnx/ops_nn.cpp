@@ -378,7 +378,7 @@ void register_nn_ops(OpRegistry& r) {
   r["ConvTranspose"].run = [](OpContext& c) {
     Tensor x = c.in(0), w = c.in(1);
     const size_t n = static_cast<size_t>(x.ndim() - 2);
-    if (n < 1 || n > 2) c.fail(fmt::format("{}-D ConvTranspose is not supported", n));
+    if (n < 1 || n > 3) c.fail(fmt::format("{}-D ConvTranspose is not supported", n));
     const int64_t group = c.attr_i("group", 1);
     std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
     kernel = c.attr_ints("kernel_shape", kernel);
@@ -402,17 +402,40 @@ void register_nn_ops(OpRegistry& r) {
     } else if (auto_pad == "VALID") {
       std::fill(pads.begin(), pads.end(), 0);
     }
-    if (n == 1) {
-      x = x.unsqueeze(2);
-      w = w.unsqueeze(2);
+    Tensor y;
+    if (n == 3) {
+      // A sum over the depth taps of 2-D transposed convolutions (depth folded into the batch),
+      // each placed at depths d * stride + k * dilation.
+      const int64_t nb = x.shape(0), depth = x.shape(2), kd = w.shape(2);
+      const int64_t full = (depth - 1) * strides[0] + (kd - 1) * dil[0] + 1 + out_pad[0];
+      const Tensor xf =
+          x.permute({0, 2, 1, 3, 4}).reshape({nb * depth, x.shape(1), x.shape(3), x.shape(4)});
+      for (int64_t k = 0; k < kd; k++) {
+        Tensor yk = xf.conv_transpose2d(w.select(2, k), std::nullopt, {strides[1], strides[2]}, 0,
+                                        {out_pad[1], out_pad[2]}, group, {dil[1], dil[2]});
+        yk =
+            yk.reshape({nb, depth, yk.shape(1), yk.shape(2), yk.shape(3)}).permute({0, 2, 1, 3, 4});
+        // Interleave with the stride: [N, C, D, 1, H, W] -> [N, C, D * s, H, W].
+        yk = yk.unsqueeze(3).pad({{0, 0}, {0, 0}, {0, 0}, {0, strides[0] - 1}, {0, 0}, {0, 0}});
+        yk = yk.reshape({nb, yk.shape(1), depth * strides[0], yk.shape(4), yk.shape(5)})
+                 .slice(2, 0, (depth - 1) * strides[0] + 1);
+        const int64_t before = k * dil[0];
+        yk = yk.pad({{0, 0}, {0, 0}, {before, full - before - yk.shape(2)}, {0, 0}, {0, 0}});
+        y = y.defined() ? y + yk : yk;
+      }
+    } else {
+      if (n == 1) {
+        x = x.unsqueeze(2);
+        w = w.unsqueeze(2);
+      }
+      auto at = [&](const std::vector<int64_t>& v, size_t i) {
+        return n == 1 ? (i == 0 ? 1 : v[0]) : v[i];
+      };
+      y = x.conv_transpose2d(w, std::nullopt, {at(strides, 0), at(strides, 1)}, 0,
+                             {n == 1 ? 0 : out_pad[0], n == 1 ? out_pad[0] : out_pad[1]}, group,
+                             {at(dil, 0), at(dil, 1)});
+      if (n == 1) y = y.squeeze(2);
     }
-    auto at = [&](const std::vector<int64_t>& v, size_t i) {
-      return n == 1 ? (i == 0 ? 1 : v[0]) : v[i];
-    };
-    Tensor y = x.conv_transpose2d(w, std::nullopt, {at(strides, 0), at(strides, 1)}, 0,
-                                  {n == 1 ? 0 : out_pad[0], n == 1 ? out_pad[0] : out_pad[1]},
-                                  group, {at(dil, 0), at(dil, 1)});
-    if (n == 1) y = y.squeeze(2);
     std::vector<int64_t> b(pads.begin(), pads.begin() + static_cast<long>(n));
     std::vector<int64_t> e(pads.begin() + static_cast<long>(n), pads.end());
     for (auto& v : b) v = -v;

@@ -171,9 +171,94 @@ OpOutputs resize(OpContext& c, bool upsample) {
   return OpOutputs{tensor_value(y.cast(dt))};
 }
 
+// GridSample: each output position reads X at a normalized grid point through taps (1 nearest,
+// 4 bilinear, 16 bicubic). The taps become one sparse-as-dense weight matrix per image,
+// [Hout*Wout, H*W], applied as one batched matmul.
+OpOutputs grid_sample(OpContext& c) {
+  const Tensor x = c.in(0), grid = c.in(1);
+  if (x.ndim() != 4 || grid.ndim() != 4 || grid.shape(3) != 2)
+    c.fail("only 2-D sampling (X [N, C, H, W], grid [N, Hout, Wout, 2]) is supported");
+  const std::string mode = c.attr_s("mode", "bilinear");
+  const std::string pad = c.attr_s("padding_mode", "zeros");
+  const bool align = c.attr_i("align_corners", 0) != 0;
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    c.fail("mode '" + mode + "' is not bilinear, nearest or bicubic");
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    c.fail("padding_mode '" + pad + "' is not zeros, border or reflection");
+  const int64_t n = x.shape(0), ch = x.shape(1), h = x.shape(2), w = x.shape(3);
+  const int64_t ho = grid.shape(1), wo = grid.shape(2), p = ho * wo, q = h * w;
+  const DType ft = dtypes::float32;
+  const Tensor g = grid.cast(ft).reshape({n, p, 2});
+  // Pixel coordinates.
+  auto denorm = [&](const Tensor& v, int64_t size) {
+    const double s = static_cast<double>(size);
+    return align ? (v + 1.0) * ((s - 1) / 2) : ((v + 1.0) * s - 1.0) * 0.5;
+  };
+  auto reflect = [&](const Tensor& v, int64_t size) {
+    const double lo = align ? 0.0 : -0.5, hi = align ? static_cast<double>(size - 1) : size - 0.5;
+    const double rng = hi - lo;
+    if (rng <= 0) return Tensor::zeros({}, ft, x.device()).expand(v.shape());
+    const Tensor below = v<lo, above = v> hi;
+    const Tensor dx = below.where(lo - v, above.where(v - hi, 0.0));
+    const Tensor k = (dx / rng).floor();
+    const Tensor rem = dx - k * rng;
+    const Tensor even = (k - (k * 0.5).floor() * 2.0) == 0.0;
+    const Tensor from_lo = even.where(rem + lo, hi - rem), from_hi = even.where(hi - rem, rem + lo);
+    return below.where(from_lo, above.where(from_hi, v)).cast(ft);
+  };
+  Tensor px = denorm(g.select(-1, 0), w), py = denorm(g.select(-1, 1), h);  // [N, P]
+  if (pad == "reflection") {
+    px = reflect(px, w);
+    py = reflect(py, h);
+  }
+  // One tap: integer pixel (iy, ix) with weight wt, all [N, P].
+  Tensor m;
+  const Tensor cols = Tensor::arange(q, dtypes::int64, x.device()).reshape({1, 1, q});
+  auto tap = [&](const Tensor& iy, const Tensor& ix, const Tensor& wt) {
+    Tensor yy = iy.cast(dtypes::int64), xx = ix.cast(dtypes::int64);
+    Tensor weight = wt.cast(ft);
+    if (pad == "zeros") {
+      const Tensor inside = (yy >= 0).logical_and(yy < h).logical_and(xx >= 0).logical_and(xx < w);
+      weight = inside.where(weight, 0.0).cast(ft);
+    }
+    yy = yy.clip(int64_t{0}, h - 1);
+    xx = xx.clip(int64_t{0}, w - 1);
+    const Tensor idx = (yy * w + xx).unsqueeze(-1);  // [N, P, 1]
+    const Tensor part = (idx == cols).where(weight.unsqueeze(-1), 0.0).cast(ft);
+    m = m.defined() ? m + part : part;
+  };
+  if (mode == "nearest") {
+    tap(py.round(), px.round(), Tensor::ones({}, ft, x.device()).expand({n, p}));
+  } else if (mode == "bilinear") {
+    const Tensor x0 = px.floor(), y0 = py.floor();
+    const Tensor fx = px - x0, fy = py - y0;
+    tap(y0, x0, (1.0 - fy) * (1.0 - fx));
+    tap(y0, x0 + 1.0, (1.0 - fy) * fx);
+    tap(y0 + 1.0, x0, fy * (1.0 - fx));
+    tap(y0 + 1.0, x0 + 1.0, fy * fx);
+  } else {
+    const double a = -0.75;
+    auto coeffs = [&](const Tensor& t) {
+      auto near = [&](const Tensor& s) { return ((s * (a + 2)) - (a + 3)) * s * s + 1.0; };
+      auto far = [&](const Tensor& s) { return ((s * a - 5 * a) * s + 8 * a) * s - 4 * a; };
+      return std::vector<Tensor>{far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)};
+    };
+    const Tensor x0 = px.floor(), y0 = py.floor();
+    const auto cx = coeffs(px - x0), cy = coeffs(py - y0);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++)
+        tap(y0 + static_cast<double>(i - 1), x0 + static_cast<double>(j - 1),
+            cy[static_cast<size_t>(i)] * cx[static_cast<size_t>(j)]);
+  }
+  // [N, C, Q] @ [N, Q, P] -> [N, C, P]
+  const Tensor out = x.cast(ft).reshape({n, ch, q}).matmul(m.transpose(1, 2));
+  return OpOutputs{tensor_value(out.reshape({n, ch, ho, wo}).cast(x.dtype()))};
+}
+
 }  // namespace
 
 void register_misc_ops(OpRegistry& r) {
+  r["GridSample"].run = grid_sample;
   r["Resize"].run = [](OpContext& c) { return resize(c, false); };
   r["Upsample"].run = [](OpContext& c) { return resize(c, true); };
 }
@@ -189,6 +274,7 @@ const OpRegistry& registry() {
     register_quant_ops(r);
     register_signal_ops(r);
     register_host_ops(r);
+    register_rnn_ops(r);
     return r;
   }();
   return table;
