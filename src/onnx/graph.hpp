@@ -40,6 +40,8 @@ struct HostArray {
   static HostArray from_bytes(const void* data, DType dt, Shape shape);
 };
 
+struct Graph;
+
 struct Attribute {
   enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Other };
   Kind kind = Kind::Other;
@@ -50,6 +52,7 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
   std::shared_ptr<const HostArray> tensor;
+  std::shared_ptr<const Graph> graph;  // a subgraph (If's branches, Loop's and Scan's body)
 };
 
 struct Node {
@@ -79,6 +82,10 @@ struct Graph {
   std::map<std::string, Value> constants;  // initializers, Constant nodes, folded values
 };
 
+// Runs a subgraph with its inputs bound to `inputs` (its outer names resolve in the calling
+// node's scope); returns its outputs in order.
+using SubgraphRunner = std::function<std::vector<Value>(const Graph&, const std::vector<Value>&)>;
+
 // Thrown while the importer folds constants, by an op that needs a value known only at run time.
 struct NotOnHost {};
 // Thrown when a graph built on symbolic sizes reads such a size on the host (Shape, Size): the
@@ -89,12 +96,13 @@ struct NeedsConcrete {};
 class OpContext {
  public:
   OpContext(const Node& node, std::vector<const Value*> inputs, int64_t opset,
-            const std::string& device, bool host_only)
+            const std::string& device, bool host_only, SubgraphRunner subgraph = {})
       : node_(node),
         inputs_(std::move(inputs)),
         opset_(opset),
         device_(device),
-        host_only_(host_only) {}
+        host_only_(host_only),
+        subgraph_(std::move(subgraph)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -108,6 +116,11 @@ class OpContext {
   // Jit captures to this input's values).
   const HostArray& host(size_t i) const;
   bool is_host(size_t i) const { return has(i) && value(i).host != nullptr; }
+  // A value the op computed (a subgraph's output) read on the host; the model then runs
+  // without Jit replay.
+  HostArray host_of(const Value& v) const;
+  std::vector<Value> run_subgraph(const Graph& g, const std::vector<Value>& inputs) const;
+  bool read_computed() const { return read_computed_; }
   // True while the importer folds constants: an op that cannot work on the host throws.
   bool host_only() const { return host_only_; }
 
@@ -132,6 +145,8 @@ class OpContext {
   bool host_only_;
   mutable std::vector<std::shared_ptr<HostArray>> read_back_;
   mutable std::vector<size_t> read_indices_;
+  SubgraphRunner subgraph_;
+  mutable bool read_computed_ = false;
 };
 
 using OpOutputs = std::vector<Value>;
@@ -157,6 +172,7 @@ void register_quant_ops(OpRegistry& r);
 void register_signal_ops(OpRegistry& r);
 void register_host_ops(OpRegistry& r);
 void register_rnn_ops(OpRegistry& r);
+void register_control_ops(OpRegistry& r);
 
 // Conv over any number of spatial dims with the node's strides, pads (or auto_pad), dilations
 // and group (ops_nn.cpp); quantized convolutions reuse it.

@@ -37,6 +37,8 @@ struct Trace {
 
 }  // namespace
 
+struct Scope;
+
 struct Model::Impl {
   Graph g;
   std::string device;
@@ -50,13 +52,18 @@ struct Model::Impl {
   void check_nodes();
   void fold_constants();
   std::vector<Tensor> build(const std::vector<Tensor>& inputs, Trace& trace) const;
+  void interpret(const Graph& graph, const std::vector<bool>* skip, Scope& scope,
+                 Trace& trace) const;
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, bool symbolic);
   void retire_jits();
 };
 
-void Model::Impl::check_nodes() {
+namespace {
+
+// Every node of `g` (and of its subgraphs, which also see the names defined around them) has an
+// operator at the opset and reads only names defined before it.
+void check_graph(const Graph& g, std::set<std::string> defined) {
   const OpRegistry& ops = registry();
-  std::set<std::string> defined;
   for (const auto& [name, v] : g.constants) defined.insert(name);
   for (const auto& in : g.inputs) defined.insert(in.name);
   for (const Node& n : g.nodes) {
@@ -78,6 +85,8 @@ void Model::Impl::check_nodes() {
             fmt::format("ONNX: {} reads '{}', which no earlier node, initializer or "
                         "graph input defines",
                         n.label(), in));
+    for (const auto& [name, a] : n.attrs)
+      if (a.graph) check_graph(*a.graph, defined);
     for (const std::string& out : n.outputs)
       if (!out.empty()) defined.insert(out);
   }
@@ -86,6 +95,10 @@ void Model::Impl::check_nodes() {
       throw FormatError(
           fmt::format("ONNX: graph output '{}' is not defined by any node", out.name));
 }
+
+}  // namespace
+
+void Model::Impl::check_nodes() { check_graph(g, {}); }
 
 void Model::Impl::fold_constants() {
   const OpRegistry& ops = registry();
@@ -147,56 +160,88 @@ void Model::Impl::fold_constants() {
   if (!pending.empty()) Tensor::realize_all(pending);
 }
 
-std::vector<Tensor> Model::Impl::build(const std::vector<Tensor>& inputs, Trace& trace) const {
-  const OpRegistry& ops = registry();
-  std::unordered_map<std::string, Value> env;
-  std::unordered_map<std::string, std::string> input_of;  // value name -> graph input name
-  for (size_t i = 0; i < g.inputs.size(); i++) {
-    env[g.inputs[i].name] = tensor_value(inputs[i]);
-    input_of[g.inputs[i].name] = g.inputs[i].name;
-  }
-  auto lookup = [&](const std::string& name) -> const Value* {
-    auto e = env.find(name);
-    if (e != env.end()) return &e->second;
-    auto c = g.constants.find(name);
-    if (c != g.constants.end()) return &c->second;
+// The values of one graph's run: its own, then its constants, then the enclosing scope's (a
+// subgraph reads names of the graph around it).
+struct Scope {
+  std::unordered_map<std::string, Value> values;
+  const Graph* graph = nullptr;
+  const Scope* parent = nullptr;
+  const Value* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto e = s->values.find(name);
+      if (e != s->values.end()) return &e->second;
+      auto c = s->graph->constants.find(name);
+      if (c != s->graph->constants.end()) return &c->second;
+    }
     throw InternalError("onnx: value '" + name + "' undefined at run time");
+  }
+};
+
+void Model::Impl::interpret(const Graph& graph, const std::vector<bool>* skip, Scope& scope,
+                            Trace& trace) const {
+  const OpRegistry& ops = registry();
+  SubgraphRunner runner = [&](const Graph& sub, const std::vector<Value>& in) {
+    Scope inner;
+    inner.graph = &sub;
+    inner.parent = &scope;
+    if (in.size() > sub.inputs.size())
+      throw Error(
+          fmt::format("ONNX: a subgraph of {} inputs was given {}", sub.inputs.size(), in.size()));
+    for (size_t i = 0; i < in.size(); i++) inner.values[sub.inputs[i].name] = in[i];
+    interpret(sub, nullptr, inner, trace);
+    std::vector<Value> out;
+    for (const ValueInfo& o : sub.outputs) out.push_back(*inner.find(o.name));
+    return out;
   };
-  for (size_t i = 0; i < g.nodes.size(); i++) {
-    if (folded[i]) continue;
-    const Node& n = g.nodes[i];
+  for (size_t i = 0; i < graph.nodes.size(); i++) {
+    if (skip && (*skip)[i]) continue;
+    const Node& n = graph.nodes[i];
     const OpDef& def = ops.at(n.op_type);
     std::vector<const Value*> ins;
     bool all_host = true;
     for (const std::string& name : n.inputs) {
-      ins.push_back(name.empty() ? nullptr : lookup(name));
+      ins.push_back(name.empty() ? nullptr : scope.find(name));
       if (ins.back() && !ins.back()->host) all_host = false;
     }
-    OpContext ctx(n, ins, g.opset, device, false);
+    OpContext ctx(n, ins, graph.opset, device, false, runner);
     OpOutputs outs = def.host && all_host ? def.host(ctx) : def.run(ctx);
+    if (ctx.read_computed()) trace.computed_read = true;
     for (size_t k : ctx.read_back()) {
-      auto it = input_of.find(n.inputs[k]);
-      if (it != input_of.end())
-        trace.inputs_read.insert(it->second);
+      // A graph input of the model read on the host keys the Jit by its values; anything
+      // else read back makes the model run without Jit.
+      const bool model_input =
+          scope.parent == nullptr &&
+          std::any_of(g.inputs.begin(), g.inputs.end(),
+                      [&](const ValueInfo& v) { return v.name == n.inputs[k]; });
+      if (model_input)
+        trace.inputs_read.insert(n.inputs[k]);
       else
         trace.computed_read = true;
     }
-    // Outputs beyond those the node names (optional outputs it leaves out) are dropped.
-    for (size_t k = 0; k < n.outputs.size(); k++) {
-      if (n.outputs[k].empty()) continue;
-      if (k >= outs.size()) {
-        // An optional output the operator does not produce stays undefined; reading it fails.
-        continue;
-      }
-      env[n.outputs[k]] = std::move(outs[k]);
-    }
+    // Outputs beyond those the node names are dropped; an optional output the operator does not
+    // produce stays undefined.
+    for (size_t k = 0; k < n.outputs.size() && k < outs.size(); k++)
+      if (!n.outputs[k].empty()) scope.values[n.outputs[k]] = std::move(outs[k]);
   }
+}
+
+std::vector<Tensor> Model::Impl::build(const std::vector<Tensor>& inputs, Trace& trace) const {
+  Scope scope;
+  scope.graph = &g;
+  for (size_t i = 0; i < g.inputs.size(); i++)
+    scope.values[g.inputs[i].name] = tensor_value(inputs[i]);
+  interpret(g, &folded, scope, trace);
   std::vector<Tensor> result;
   for (const ValueInfo& out : g.outputs) {
-    const Value* v = lookup(out.name);
-    if (!v->tensor.defined() && !v->host)
-      throw Error(
-          fmt::format("ONNX: graph output '{}' is an optional output no node produced", out.name));
+    const auto produced = scope.values.find(out.name);
+    const Value* v = produced != scope.values.end() ? &produced->second : nullptr;
+    if (!v) {
+      auto c = g.constants.find(out.name);
+      if (c == g.constants.end())
+        throw Error(fmt::format("ONNX: graph output '{}' is an optional output no node produced",
+                                out.name));
+      v = &c->second;
+    }
     result.push_back(v->tensor.defined() ? v->tensor : v->host->to_tensor(device));
   }
   return result;

@@ -275,6 +275,7 @@ const OpRegistry& registry() {
     register_signal_ops(r);
     register_host_ops(r);
     register_rnn_ops(r);
+    register_control_ops(r);
     return r;
   }();
   return table;

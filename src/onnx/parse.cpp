@@ -171,9 +171,12 @@ Value to_value(const Decoded& d, const std::string& device, bool upload) {
   return v;
 }
 
-ValueInfo value_info(const ::onnx::ValueInfoProto& vi) {
+// A subgraph's inputs and outputs may leave their type out (`typed` false): float32, no shape.
+ValueInfo value_info(const ::onnx::ValueInfoProto& vi, bool typed = true) {
   ValueInfo out;
   out.name = vi.name();
+  out.dtype = dtypes::float32;
+  if (!typed && !vi.has_type()) return out;
   if (!vi.type().has_tensor_type())
     throw Error(
         fmt::format("ONNX: value '{}' is not a tensor (sequences, maps and optionals are "
@@ -195,7 +198,11 @@ ValueInfo value_info(const ::onnx::ValueInfoProto& vi) {
   return out;
 }
 
-Attribute attribute(const ::onnx::AttributeProto& a, const std::string& dir) {
+void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub);
+
+Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner,
+                    const std::string& device) {
+  const std::string& dir = owner.dir;
   Attribute out;
   using A = ::onnx::AttributeProto;
   switch (a.type()) {
@@ -229,14 +236,55 @@ Attribute attribute(const ::onnx::AttributeProto& a, const std::string& dir) {
       out.tensor = std::make_shared<HostArray>(HostArray::from_bytes(d.data, d.dtype, d.shape));
       break;
     }
-    case A::GRAPH:
+    case A::GRAPH: {
       out.kind = Attribute::Kind::Graph;
+      auto sub = std::make_shared<Graph>();
+      sub->dir = owner.dir;
+      sub->opset = owner.opset;
+      parse_graph(a.g(), *sub, device, true);
+      out.graph = std::move(sub);
       break;
+    }
     default:
       out.kind = Attribute::Kind::Other;
       break;
   }
   return out;
+}
+
+void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub) {
+  for (const auto& init : graph.initializer()) {
+    const Decoded d = decode(init, g.dir);
+    g.constants[init.name()] = to_value(d, device, true);
+  }
+  if (graph.sparse_initializer_size() > 0)
+    throw Error(fmt::format("ONNX: graph '{}' has sparse initializers, which are not supported",
+                            graph.name()));
+  for (const auto& in : graph.input()) {
+    if (g.constants.count(in.name())) continue;
+    g.inputs.push_back(value_info(in, !sub));
+    if (!in.type().tensor_type().has_shape()) g.unranked.insert(in.name());
+  }
+  for (const auto& out : graph.output()) g.outputs.push_back(value_info(out, !sub));
+
+  g.nodes.reserve(graph.node_size());
+  for (const auto& n : graph.node()) {
+    Node node;
+    node.op_type = n.op_type();
+    node.name = n.name();
+    node.domain = n.domain();
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) {
+      if (!a.ref_attr_name().empty())
+        throw Error(
+            fmt::format("ONNX: {} uses a reference attribute ('{}'), only valid inside "
+                        "functions",
+                        node.label(), a.name()));
+      node.attrs[a.name()] = attribute(a, g, device);
+    }
+    g.nodes.push_back(std::move(node));
+  }
 }
 
 }  // namespace
@@ -263,38 +311,7 @@ Graph parse_model(const std::string& path, const std::string& device) {
     g.opset = 1;  // only other domains imported: default-domain ops are then unversioned
   }
 
-  const auto& graph = model.graph();
-  for (const auto& init : graph.initializer()) {
-    const Decoded d = decode(init, g.dir);
-    g.constants[init.name()] = to_value(d, device, true);
-  }
-  if (graph.sparse_initializer_size() > 0)
-    throw Error(fmt::format("ONNX: '{}' has sparse initializers, which are not supported", path));
-  for (const auto& in : graph.input()) {
-    if (g.constants.count(in.name())) continue;
-    g.inputs.push_back(value_info(in));
-    if (!in.type().tensor_type().has_shape()) g.unranked.insert(in.name());
-  }
-  for (const auto& out : graph.output()) g.outputs.push_back(value_info(out));
-
-  g.nodes.reserve(graph.node_size());
-  for (const auto& n : graph.node()) {
-    Node node;
-    node.op_type = n.op_type();
-    node.name = n.name();
-    node.domain = n.domain();
-    node.inputs.assign(n.input().begin(), n.input().end());
-    node.outputs.assign(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) {
-      if (!a.ref_attr_name().empty())
-        throw Error(
-            fmt::format("ONNX: {} uses a reference attribute ('{}'), only valid inside "
-                        "functions",
-                        node.label(), a.name()));
-      node.attrs[a.name()] = attribute(a, g.dir);
-    }
-    g.nodes.push_back(std::move(node));
-  }
+  parse_graph(model.graph(), g, device, false);
   return g;
 }
 

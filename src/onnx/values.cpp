@@ -222,6 +222,19 @@ const HostArray& OpContext::host(size_t i) const {
   return *read_back_.back();
 }
 
+HostArray OpContext::host_of(const Value& v) const {
+  if (v.host) return *v.host;
+  if (host_only_ || !v.tensor.defined()) throw NotOnHost();
+  read_computed_ = true;
+  const std::vector<uint8_t> bytes = v.tensor.to_bytes();
+  return HostArray::from_bytes(bytes.data(), v.tensor.dtype(), v.tensor.shape());
+}
+
+std::vector<Value> OpContext::run_subgraph(const Graph& g, const std::vector<Value>& inputs) const {
+  if (!subgraph_) throw NotOnHost();  // folding: subgraphs run with the model
+  return subgraph_(g, inputs);
+}
+
 const Attribute* OpContext::attr(const std::string& name) const {
   auto it = node_.attrs.find(name);
   return it == node_.attrs.end() ? nullptr : &it->second;

@@ -1,0 +1,125 @@
+// onnx: control flow: If, Loop and Scan run their subgraphs through the interpreter (the
+// enclosing graph's values stay visible inside). The branch taken, a Loop's trip count and
+// condition are read on the host: a model whose condition is computed runs without Jit replay.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "onnx/graph.hpp"
+
+namespace vkgrad::onnx {
+namespace {
+
+const Graph& body_of(const OpContext& c, const char* name) {
+  const Attribute* a = c.attr(name);
+  if (!a || !a->graph) c.fail(std::string("needs the graph attribute '") + name + "'");
+  return *a->graph;
+}
+
+Tensor as_tensor(const Value& v, const std::string& device) {
+  return v.tensor.defined() ? v.tensor : v.host->to_tensor(device);
+}
+
+}  // namespace
+
+void register_control_ops(OpRegistry& r) {
+  r["If"].run = [](OpContext& c) {
+    const bool cond = c.host(0).at(0) != 0;
+    return c.run_subgraph(body_of(c, cond ? "then_branch" : "else_branch"), {});
+  };
+  r["If"].pure = false;
+
+  // Loop(M, cond, v...): body(iteration, cond, v...) -> (cond, v..., scan outputs...).
+  r["Loop"].run = [](OpContext& c) {
+    const Graph& body = body_of(c, "body");
+    const int64_t trips = c.has(0) ? c.host(0).int_at(0) : std::numeric_limits<int64_t>::max();
+    bool cond = c.has(1) ? c.host(1).at(0) != 0 : true;
+    std::vector<Value> state;
+    for (size_t i = 2; i < c.num_inputs(); i++) state.push_back(c.value(i));
+    const size_t n_state = state.size();
+    if (body.outputs.size() < 1 + n_state)
+      c.fail("the body has fewer outputs than loop-carried values");
+    const size_t n_scan = body.outputs.size() - 1 - n_state;
+    std::vector<std::vector<Tensor>> scans(n_scan);
+    if (!c.has(0) && !c.has(1))
+      c.fail("a Loop with neither a trip count nor a condition never ends");
+    for (int64_t i = 0; i < trips && cond; i++) {
+      std::vector<Value> in{host_value(HostArray::of_ints({i}, {}, dtypes::int64)),
+                            host_value(HostArray::of_ints({cond ? 1 : 0}, {}, dtypes::bool_))};
+      in.insert(in.end(), state.begin(), state.end());
+      std::vector<Value> out = c.run_subgraph(body, in);
+      cond = c.host_of(out[0]).at(0) != 0;
+      for (size_t k = 0; k < n_state; k++) state[k] = out[1 + k];
+      for (size_t k = 0; k < n_scan; k++)
+        scans[k].push_back(as_tensor(out[1 + n_state + k], c.device()));
+    }
+    OpOutputs result = state;
+    for (size_t k = 0; k < n_scan; k++) {
+      if (scans[k].empty()) {
+        result.push_back(
+            tensor_value(Tensor::zeros({0}, body.outputs[1 + n_state + k].dtype, c.device())));
+        continue;
+      }
+      result.push_back(tensor_value(stack(scans[k], 0)));
+    }
+    return result;
+  };
+  r["Loop"].pure = false;
+
+  // Scan (opset 9+): body(state..., scan slices...) -> (state..., scan output slices...).
+  r["Scan"].run = [](OpContext& c) {
+    const Graph& body = body_of(c, "body");
+    const int64_t n_scan_in = c.attr_i("num_scan_inputs", 0);
+    const int64_t n_in = static_cast<int64_t>(c.num_inputs());
+    const int64_t n_state = n_in - n_scan_in;
+    if (n_scan_in < 1 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
+    const auto in_axes =
+        c.attr_ints("scan_input_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+    const auto in_dirs = c.attr_ints("scan_input_directions",
+                                     std::vector<int64_t>(static_cast<size_t>(n_scan_in), 0));
+    const int64_t n_scan_out = static_cast<int64_t>(body.outputs.size()) - n_state;
+    const auto out_axes =
+        c.attr_ints("scan_output_axes", std::vector<int64_t>(static_cast<size_t>(n_scan_out), 0));
+    const auto out_dirs = c.attr_ints("scan_output_directions",
+                                      std::vector<int64_t>(static_cast<size_t>(n_scan_out), 0));
+    std::vector<Value> state;
+    for (int64_t i = 0; i < n_state; i++) state.push_back(c.value(static_cast<size_t>(i)));
+    std::vector<Tensor> xs;
+    std::vector<int> axes;
+    for (int64_t k = 0; k < n_scan_in; k++) {
+      xs.push_back(c.in(static_cast<size_t>(n_state + k)));
+      axes.push_back(
+          norm_axis(in_axes[static_cast<size_t>(k)], xs.back().ndim(), c.node().label()));
+    }
+    const int64_t steps = xs[0].shape(axes[0]);
+    std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n_scan_out));
+    for (int64_t t = 0; t < steps; t++) {
+      std::vector<Value> in = state;
+      for (int64_t k = 0; k < n_scan_in; k++) {
+        const int64_t at = in_dirs[static_cast<size_t>(k)] ? steps - 1 - t : t;
+        in.push_back(
+            tensor_value(xs[static_cast<size_t>(k)].select(axes[static_cast<size_t>(k)], at)));
+      }
+      std::vector<Value> out = c.run_subgraph(body, in);
+      for (int64_t k = 0; k < n_state; k++)
+        state[static_cast<size_t>(k)] = out[static_cast<size_t>(k)];
+      for (int64_t k = 0; k < n_scan_out; k++)
+        outs[static_cast<size_t>(k)].push_back(
+            as_tensor(out[static_cast<size_t>(n_state + k)], c.device()));
+    }
+    OpOutputs result = state;
+    for (int64_t k = 0; k < n_scan_out; k++) {
+      std::vector<Tensor>& v = outs[static_cast<size_t>(k)];
+      if (out_dirs[static_cast<size_t>(k)]) std::reverse(v.begin(), v.end());
+      const int rank = v.empty() ? 1 : v[0].ndim() + 1;
+      result.push_back(tensor_value(
+          stack(v, norm_axis(out_axes[static_cast<size_t>(k)], rank, c.node().label()))));
+    }
+    return result;
+  };
+  r["Scan"].pure = false;
+  r["Scan"].min_opset = 9;
+}
+
+}  // namespace vkgrad::onnx
