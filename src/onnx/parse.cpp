@@ -1,12 +1,17 @@
 // onnx: reading .onnx and .pb files with Debian's libonnx (protobuf messages) into the
 // importer's Graph. The only file that includes the protobuf headers.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
+#include <map>
+#include <memory>
 
 #include "onnx/graph.hpp"
 
@@ -20,13 +25,46 @@ using TP = ::onnx::TensorProto;
 // attribute-like inputs (Reshape's shape, Slice's starts) read them without a device round trip.
 constexpr int64_t kHostLimit = 4096;
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError(fmt::format("ONNX: cannot open {} '{}'", what, path));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw FormatError(fmt::format("ONNX: error reading {} '{}'", what, path));
-  return data;
-}
+// A file mapped read-only: the parser and the uploads read its pages directly, so a large raw
+// initializer is copied once into its message and once to the device, and external data only
+// to the device.
+class MappedFile {
+ public:
+  MappedFile(const std::string& path, const std::string& what) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw FormatError(fmt::format("ONNX: cannot open {} '{}'", what, path));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw FormatError(fmt::format("ONNX: {} '{}' is not a readable file", what, path));
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+      if (p == MAP_FAILED) {
+        ::close(fd_);
+        throw FormatError(fmt::format("ONNX: cannot map {} '{}'", what, path));
+      }
+      data_ = static_cast<const char*>(p);
+    }
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+    ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  int fd_ = -1;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The external data files one parse maps, each once.
+using Files = std::map<std::string, std::unique_ptr<MappedFile>>;
 
 int64_t checked_numel(const Shape& shape, const std::string& what) {
   int64_t n = 1;
@@ -57,7 +95,7 @@ void pack(const Src& src, std::string& out) {
   for (int i = 0; i < src.size(); i++) p[i] = static_cast<Dst>(src.Get(i));
 }
 
-Decoded decode(const TP& t, const std::string& dir) {
+Decoded decode(const TP& t, const std::string& dir, Files& files) {
   const std::string what = fmt::format("tensor '{}'", t.name());
   Decoded d;
   d.dtype = dtype_of_onnx(t.data_type(), what);
@@ -79,23 +117,24 @@ Decoded decode(const TP& t, const std::string& dir) {
     }
     if (location.empty())
       throw FormatError(fmt::format("ONNX: {} is external but names no location", what));
-    const fs::path file = fs::path(dir) / location;
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      throw FormatError(
-          fmt::format("ONNX: external data file '{}' of {} is missing", file.string(), what));
-    in.seekg(0, std::ios::end);
-    const int64_t size = in.tellg();
+    const std::string file = (fs::path(dir) / location).string();
+    auto& mapped = files[file];
+    if (!mapped) {
+      if (!fs::exists(file))
+        throw FormatError(
+            fmt::format("ONNX: external data file '{}' of {} is missing", file, what));
+      mapped = std::make_unique<MappedFile>(file, "external data file");
+    }
+    const int64_t size = static_cast<int64_t>(mapped->size());
     if (length < 0) length = size - offset;
     if (offset < 0 || offset + length > size || static_cast<size_t>(length) != want)
       throw FormatError(fmt::format(
           "ONNX: external data of {} ('{}', offset {}, length {}) does not hold its {} bytes "
           "(the file has {})",
-          what, file.string(), offset, length, want, size));
-    d.owned.resize(want);
-    in.seekg(offset);
-    in.read(d.owned.data(), static_cast<std::streamsize>(want));
-    if (!in) throw FormatError(fmt::format("ONNX: error reading '{}'", file.string()));
+          what, file, offset, length, want, size));
+    d.data = mapped->data() + offset;
+    d.nbytes = want;
+    return d;
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != want)
       throw FormatError(fmt::format("ONNX: {} of shape [{}] holds {} bytes of raw data, not {}",
@@ -198,10 +237,11 @@ ValueInfo value_info(const ::onnx::ValueInfoProto& vi, bool typed = true) {
   return out;
 }
 
-void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub);
+void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub,
+                 Files& files);
 
-Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner,
-                    const std::string& device) {
+Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner, const std::string& device,
+                    Files& files) {
   const std::string& dir = owner.dir;
   Attribute out;
   using A = ::onnx::AttributeProto;
@@ -232,7 +272,7 @@ Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner,
       break;
     case A::TENSOR: {
       out.kind = Attribute::Kind::Tensor;
-      const Decoded d = decode(a.t(), dir);
+      const Decoded d = decode(a.t(), dir, files);
       out.tensor = std::make_shared<HostArray>(HostArray::from_bytes(d.data, d.dtype, d.shape));
       break;
     }
@@ -241,7 +281,7 @@ Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner,
       auto sub = std::make_shared<Graph>();
       sub->dir = owner.dir;
       sub->opset = owner.opset;
-      parse_graph(a.g(), *sub, device, true);
+      parse_graph(a.g(), *sub, device, true, files);
       out.graph = std::move(sub);
       break;
     }
@@ -252,9 +292,10 @@ Attribute attribute(const ::onnx::AttributeProto& a, const Graph& owner,
   return out;
 }
 
-void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub) {
+void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& device, bool sub,
+                 Files& files) {
   for (const auto& init : graph.initializer()) {
-    const Decoded d = decode(init, g.dir);
+    const Decoded d = decode(init, g.dir, files);
     g.constants[init.name()] = to_value(d, device, true);
   }
   if (graph.sparse_initializer_size() > 0)
@@ -281,7 +322,7 @@ void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& d
             fmt::format("ONNX: {} uses a reference attribute ('{}'), only valid inside "
                         "functions",
                         node.label(), a.name()));
-      node.attrs[a.name()] = attribute(a, g, device);
+      node.attrs[a.name()] = attribute(a, g, device, files);
     }
     g.nodes.push_back(std::move(node));
   }
@@ -290,7 +331,7 @@ void parse_graph(const ::onnx::GraphProto& graph, Graph& g, const std::string& d
 }  // namespace
 
 Graph parse_model(const std::string& path, const std::string& device) {
-  const std::string bytes = read_file(path, "model file");
+  const MappedFile bytes(path, "model file");
   ::onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -311,12 +352,13 @@ Graph parse_model(const std::string& path, const std::string& device) {
     g.opset = 1;  // only other domains imported: default-domain ops are then unversioned
   }
 
-  parse_graph(model.graph(), g, device, false);
+  Files files;
+  parse_graph(model.graph(), g, device, false, files);
   return g;
 }
 
 Value parse_tensor_file(const std::string& path, const std::string& device) {
-  const std::string bytes = read_file(path, "tensor file");
+  const MappedFile bytes(path, "tensor file");
   TP t;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !t.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -324,7 +366,8 @@ Value parse_tensor_file(const std::string& path, const std::string& device) {
   if (!t.has_data_type() || t.data_type() == TP::UNDEFINED)
     throw FormatError(
         fmt::format("ONNX: '{}' is not a serialized TensorProto (no data type)", path));
-  const Decoded d = decode(t, fs::path(path).parent_path().string());
+  Files files;
+  const Decoded d = decode(t, fs::path(path).parent_path().string(), files);
   Value v;
   v.tensor = Tensor::from_bytes(d.data, d.nbytes, d.shape, d.dtype, device);
   return v;
