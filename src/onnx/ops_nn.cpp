@@ -113,8 +113,8 @@ Tensor conv_nd(const OpContext& c, Tensor x, Tensor w, std::optional<Tensor> bia
                     {win.dilations[0], win.dilations[1]}, group);
   }
   // N-d: a sum over the leading kernel dim of (N-1)-d convolutions, its output positions folded
-  // into the batch.
-  x = pad_or_crop(x, win.begin, win.end, 0.0);
+  // into the batch; the input is stored first, as each depth tap reads it through its own view.
+  x = pad_or_crop(x, win.begin, win.end, 0.0).contiguous();
   const int64_t d_in = x.shape(2), kd = w.shape(2), s = win.strides[0], dil = win.dilations[0];
   const int64_t d_out = (d_in - (kd - 1) * dil - 1) / s + 1;
   if (d_out <= 0) c.fail("the kernel is larger than the padded input");
@@ -196,7 +196,9 @@ double lowest_of(DType dt) {
 }
 
 OpOutputs pool(OpContext& c, bool is_max) {
-  const Tensor x = c.in(0);
+  // The windows are strided views of the input, one per kernel offset: the input is stored
+  // first, or a reduction computing it (a conv) would run once per offset.
+  const Tensor x = c.in(0).contiguous();
   const std::vector<int64_t> in = spatial(x);
   Window w = window(c, in, c.attr_ints("kernel_shape"));
   const bool ceil_mode = c.attr_i("ceil_mode", 0) != 0;
@@ -458,7 +460,22 @@ void register_nn_ops(OpRegistry& r) {
       return one(x.max_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]}));
     return pool(c, true);
   };
-  r["AveragePool"].run = [](OpContext& c) { return pool(c, false); };
+  r["AveragePool"].run = [](OpContext& c) {
+    const Tensor x = c.in(0);
+    const auto k = c.attr_ints("kernel_shape");
+    const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * k.size(), 0));
+    const auto strides = c.attr_ints("strides", std::vector<int64_t>(k.size(), 1));
+    const bool no_pads = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    // avg_pool2d counts the padding, as count_include_pad = 1 does.
+    const bool simple = k.size() == 2 && c.attr_s("auto_pad", "NOTSET") == "NOTSET" &&
+                        !c.attr_i("ceil_mode", 0) && !c.has_attr("dilations") &&
+                        pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= k[0] &&
+                        2 * pads[1] <= k[1] && x.dtype().is_float() &&
+                        (no_pads || c.attr_i("count_include_pad", 0) != 0);
+    if (simple)
+      return one(x.avg_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]}));
+    return pool(c, false);
+  };
   r["GlobalAveragePool"].run = [](OpContext& c) {
     const Tensor x = c.in(0);
     std::vector<int> axes;
@@ -525,7 +542,7 @@ void register_nn_ops(OpRegistry& r) {
     const double alpha = c.attr_f("alpha", 1e-4), beta = c.attr_f("beta", 0.75),
                  bias = c.attr_f("bias", 1.0);
     const int64_t before = (size - 1) / 2, after = size - 1 - before;
-    const Tensor sq = x * x;
+    const Tensor sq = (x * x).contiguous();  // read through `size` shifted views
     PadList p(static_cast<size_t>(x.ndim()), {0, 0});
     p[1] = {before, after};
     const Tensor sp = sq.pad(p);
