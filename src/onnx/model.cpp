@@ -154,10 +154,18 @@ void Model::Impl::fold_constants() {
   }
   // Device constants computed by folding (a weight transposed, a ConstantOfShape) are realized
   // now, once, not in every forward.
+  // They are stored as buffers, as initializers are: a ConstantOfShape weight left a broadcast
+  // constant would give its convolution another kernel than a real weight gets.
   std::vector<Tensor> pending;
+  std::vector<Value*> owners;
   for (auto& [name, v] : g.constants)
-    if (v.tensor.defined()) pending.push_back(v.tensor);
+    if (v.tensor.defined()) {
+      v.tensor = v.tensor.contiguous();
+      pending.push_back(v.tensor);
+      owners.push_back(&v);
+    }
   if (!pending.empty()) Tensor::realize_all(pending);
+  for (size_t i = 0; i < owners.size(); i++) owners[i]->tensor = pending[i];
 }
 
 // The values of one graph's run: its own, then its constants, then the enclosing scope's (a
