@@ -33,6 +33,7 @@ struct HostArray {
   // The same values stored as `dt` (C conversion semantics; bool is != 0).
   HostArray cast(DType dt) const;
   Tensor to_tensor(const std::string& device) const;
+  std::vector<uint8_t> bytes() const;  // little-endian elements of `dtype`
 
   static HostArray of_ints(std::vector<int64_t> v, Shape shape, DType dt = dtypes::int64);
   static HostArray of_floats(std::vector<double> v, Shape shape, DType dt = dtypes::float32);

@@ -49,6 +49,11 @@ HostArray HostArray::cast(DType dt) const {
 }
 
 Tensor HostArray::to_tensor(const std::string& device) const {
+  const std::vector<uint8_t> b = bytes();
+  return Tensor::from_bytes(b.data(), b.size(), shape, dtype, device);
+}
+
+std::vector<uint8_t> HostArray::bytes() const {
   const int64_t n = numel();
   std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype.itemsize());
   auto put = [&](auto tag) {
@@ -107,7 +112,7 @@ Tensor HostArray::to_tensor(const std::string& device) const {
     default:
       throw InternalError("onnx: host array of dtype " + dtype.name());
   }
-  return Tensor::from_bytes(bytes.data(), bytes.size(), shape, dtype, device);
+  return bytes;
 }
 
 HostArray HostArray::of_ints(std::vector<int64_t> v, Shape shape, DType dt) {
