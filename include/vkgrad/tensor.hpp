@@ -291,6 +291,13 @@ class Tensor {
   Tensor T() const;                  // 2-D transpose
   Tensor expand(Shape shape) const;  // -1 keeps a dimension
   Tensor pad(const PadList& padding, double value = 0.0) const;
+  // mode "constant" (value), "reflect" (mirror, edge not repeated), "replicate" (edge repeated)
+  // or "circular" (wrap around).
+  Tensor pad(const PadList& padding, const std::string& mode, double value = 0.0) const;
+  // Resizes the last size.size() dims: mode "linear" (half-pixel centers, or the corners
+  // aligned), "nearest" or "nearest-exact" (tinygrad's interpolate).
+  Tensor interpolate(const Shape& size, const std::string& mode = "linear",
+                     bool align_corners = false) const;
   Tensor shrink(const PadList& bounds) const;
   Tensor flip(std::vector<int> axes) const;
   // The same values with axis `axis` symbolic: its size is `v` (bound to the axis's size when

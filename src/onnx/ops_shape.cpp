@@ -228,43 +228,6 @@ Tensor onnx_gather(const Tensor& data, const Tensor& idx0, int axis) {
   return picked.permute(back);
 }
 
-// Reflect / edge / wrap padding of one axis by concatenating slices.
-Tensor pad_axis_mode(const Tensor& x, int d, int64_t before, int64_t after,
-                     const std::string& mode) {
-  const int64_t n = x.shape(d);
-  std::vector<Tensor> parts;
-  auto piece = [&](int64_t start, int64_t len, bool flip) {
-    Tensor s = x.slice(d, start, start + len);
-    return flip ? s.flip(d) : s;
-  };
-  if (before > 0) {
-    if (mode == "edge")
-      parts.push_back(x.slice(d, 0, 1).expand([&] {
-        Shape s = x.shape();
-        s[static_cast<size_t>(d)] = before;
-        return s;
-      }()));
-    else if (mode == "reflect")
-      parts.push_back(piece(1, before, true));
-    else
-      parts.push_back(piece(n - before, before, false));
-  }
-  parts.push_back(x);
-  if (after > 0) {
-    if (mode == "edge")
-      parts.push_back(x.slice(d, n - 1, n).expand([&] {
-        Shape s = x.shape();
-        s[static_cast<size_t>(d)] = after;
-        return s;
-      }()));
-    else if (mode == "reflect")
-      parts.push_back(piece(n - 1 - after, after, true));
-    else
-      parts.push_back(piece(0, after, false));
-  }
-  return parts.size() == 1 ? x : cat(parts, d);
-}
-
 }  // namespace
 
 void register_shape_ops(OpRegistry& r) {
@@ -650,11 +613,7 @@ void register_shape_ops(OpRegistry& r) {
     }
     x = x.shrink(crop);
     if (mode == "constant") return one(x.pad(pad, value));
-    for (int64_t d = 0; d < rank; d++)
-      if (pad[static_cast<size_t>(d)].first || pad[static_cast<size_t>(d)].second)
-        x = pad_axis_mode(x, static_cast<int>(d), pad[static_cast<size_t>(d)].first,
-                          pad[static_cast<size_t>(d)].second, mode);
-    return one(x);
+    return one(x.pad(pad, mode == "edge" ? "replicate" : mode == "wrap" ? "circular" : mode));
   };
 
   // ---- generators ----

@@ -53,8 +53,10 @@ namespace {
 // A node is realized (computed into its own buffer by its own kernel) when it is
 //   - an output or a CONTIGUOUS;
 //   - a reduction whose value is needed at more than one output position of its consumer's
-//     kernel (behind an EXPAND) or inside another reduction, or one that several kernels read
-//     (a gradient feeding both of Adam's moments is computed once, not once per moment);
+//     kernel (behind an EXPAND, or read through two different views in that kernel: the sum of
+//     shifted windows of a conv's output) or inside another reduction, or one that several
+//     kernels read (a gradient feeding both of Adam's moments is computed once, not once per
+//     moment);
 //   - an elementwise computation that a reduction reads through a broadcast of 8 or more (a
 //     matmul operand such as softmax's gradient or a masked delta), unless it is a single cheap
 //     op: otherwise the reduction would recompute it for every broadcast copy;
@@ -97,13 +99,17 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     Broadcast operand = Broadcast::none;  // reached through a broadcast of 8 or more
     const UOpNode* kernel = nullptr;      // the realized node whose kernel reads it
     bool shared = false;                  // read by more than one kernel
+    bool viewed = false;                  // read through two different views in its kernel
+    const UOpNode* parent = nullptr;      // the first node of its kernel that reads it
+    bool parent_moves = false;            // whether that node is a movement op
   };
   std::unordered_map<const UOpNode*, Flags> flags;
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOp& u = *it;
     if (u.op() == Ops::SINK) continue;
     Flags f = flags[u.get()];
-    if (u.op() == Ops::CONTIGUOUS || (u.op() == Ops::REDUCE_AXIS && (f.under || f.shared)) ||
+    if (u.op() == Ops::CONTIGUOUS ||
+        (u.op() == Ops::REDUCE_AXIS && (f.under || f.shared || f.viewed)) ||
         worth_storing(u, f.operand, realized))
       realized.insert(u.get());
     if (realized.count(u.get())) f = Flags{.kernel = u.get()};  // its kernel starts here
@@ -114,8 +120,19 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
       down.operand = f.in_reduce ? Broadcast::into_reduce : Broadcast::plain;
     else if (!is_movement(u.op()))
       down.operand = Broadcast::none;  // only the first computation below it is considered
+    const bool moves = is_movement(u.op());
     for (const UOp& s : u.src()) {
       Flags& fs = flags[s.get()];
+      // A second reader in the same kernel, through a view on either side, reads it at other
+      // indices: a reduction below would be computed once per view.
+      if (fs.parent && fs.parent != u.get() && fs.kernel == down.kernel &&
+          (moves || fs.parent_moves))
+        fs.viewed = true;
+      if (!fs.parent || fs.kernel != down.kernel) {
+        fs.parent = u.get();
+        fs.parent_moves = moves;
+      }
+      fs.viewed = fs.viewed || down.viewed;
       fs.under = fs.under || down.under;
       fs.in_reduce = fs.in_reduce || down.in_reduce;
       fs.operand = std::max(fs.operand, down.operand);

@@ -1,8 +1,8 @@
 // tensor: the functions model importers need beyond the core set, composed from it: erf, the
 // inverse and hyperbolic trig functions, isnan/isinf, tril/triu, cumprod, sort/argsort/topk,
-// scatter/scatter_reduce and einsum. Names and semantics follow tinygrad (and PyTorch where
-// tinygrad has none). Float composites of half inputs run in float32 and round once, as in
-// ops_math.cpp.
+// scatter/scatter_reduce, einsum, pad modes and interpolate. Names and semantics follow tinygrad
+// (and PyTorch where tinygrad has none). Float composites of half inputs run in float32 and round
+// once, as in ops_math.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -300,6 +300,97 @@ Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const Tensor& src,
 
 Tensor Tensor::scatter(int dim, const Tensor& index, const Tensor& src) const {
   return scatter_reduce(dim, index, src, "none", true);
+}
+
+// Padding with the tensor's own values, one axis at a time, by joining slices: "reflect"
+// mirrors without repeating the edge, "replicate" repeats the edge, "circular" wraps around.
+Tensor Tensor::pad(const PadList& padding, const std::string& mode, double value) const {
+  if (mode == "constant") return pad(padding, value);
+  if (mode != "reflect" && mode != "replicate" && mode != "circular")
+    throw Error(
+        fmt::format("pad: unknown mode '{}' (constant, reflect, replicate, circular)", mode));
+  if (static_cast<int>(padding.size()) != ndim())
+    throw ShapeError(fmt::format("pad: {} (before, after) pairs for a tensor of shape {}",
+                                 padding.size(), tensor::shape_str(shape())));
+  Tensor x = *this;
+  for (int d = 0; d < ndim(); d++) {
+    const auto [before, after] = padding[static_cast<size_t>(d)];
+    const int64_t n = shape(d);
+    if (before < 0 || after < 0)
+      throw ShapeError(fmt::format("pad: negative padding ({}, {}) on dimension {} of {}", before,
+                                   after, d, tensor::shape_str(shape())));
+    if (!before && !after) continue;
+    const int64_t limit = mode == "reflect" ? n - 1 : mode == "circular" ? n : INT64_MAX;
+    if (n == 0 || before > limit || after > limit)
+      throw ShapeError(
+          fmt::format("pad: {} padding ({}, {}) of dimension {} of {} needs at most {} "
+                      "per side",
+                      mode, before, after, d, tensor::shape_str(shape()), n == 0 ? 0 : limit));
+    auto edge = [&](int64_t at, int64_t count) {
+      Shape s = x.shape();
+      s[static_cast<size_t>(d)] = count;
+      return x.slice(d, at, at + 1).expand(s);
+    };
+    std::vector<Tensor> parts;
+    if (before > 0)
+      parts.push_back(mode == "replicate" ? edge(0, before)
+                      : mode == "reflect" ? x.slice(d, 1, before + 1).flip(d)
+                                          : x.slice(d, n - before, n));
+    parts.push_back(x);
+    if (after > 0)
+      parts.push_back(mode == "replicate" ? edge(n - 1, after)
+                      : mode == "reflect" ? x.slice(d, n - 1 - after, n - 1).flip(d)
+                                          : x.slice(d, 0, after));
+    x = cat(parts, d);
+  }
+  return x;
+}
+
+// Resizes the last size.size() dims: each is one product with an [out, in] weight matrix
+// computed on the host ("linear": two taps, half-pixel centers unless align_corners; "nearest":
+// floor(i * in / out); "nearest-exact": floor((i + 0.5) * in / out)).
+Tensor Tensor::interpolate(const Shape& size, const std::string& mode, bool align_corners) const {
+  if (mode != "linear" && mode != "nearest" && mode != "nearest-exact")
+    throw Error(
+        fmt::format("interpolate: unknown mode '{}' (linear, nearest, nearest-exact)", mode));
+  if (static_cast<int>(size.size()) > ndim())
+    throw ShapeError(fmt::format("interpolate: {} sizes for a tensor of shape {}", size.size(),
+                                 tensor::shape_str(shape())));
+  const DType ft = dtype().is_float() ? dtype() : dtypes::float32;
+  Tensor y = cast(ft);
+  const int first = ndim() - static_cast<int>(size.size());
+  for (int d = first; d < ndim(); d++) {
+    const int64_t in = shape(d), out = size[static_cast<size_t>(d - first)];
+    if (out < 0 || (in == 0 && out > 0))
+      throw ShapeError(fmt::format("interpolate: cannot resize dimension {} of {} to {}", d,
+                                   tensor::shape_str(shape()), out));
+    if (in == out) continue;
+    std::vector<double> w(static_cast<size_t>(out * in), 0.0);
+    const double scale = static_cast<double>(in) / static_cast<double>(out);
+    for (int64_t i = 0; i < out; i++) {
+      double* row = &w[static_cast<size_t>(i * in)];
+      if (mode == "linear") {
+        double x = align_corners ? (out > 1 ? static_cast<double>(i) * static_cast<double>(in - 1) /
+                                                  static_cast<double>(out - 1)
+                                            : 0.0)
+                                 : (static_cast<double>(i) + 0.5) * scale - 0.5;
+        x = std::clamp(x, 0.0, static_cast<double>(in - 1));
+        const int64_t x0 = static_cast<int64_t>(std::floor(x));
+        const int64_t x1 = std::min(x0 + 1, in - 1);
+        row[x0] += 1.0 - (x - static_cast<double>(x0));
+        row[x1] += x - static_cast<double>(x0);
+      } else {
+        const double x = mode == "nearest" ? static_cast<double>(i) * scale
+                                           : (static_cast<double>(i) + 0.5) * scale;
+        row[std::min<int64_t>(static_cast<int64_t>(std::floor(x)), in - 1)] = 1.0;
+      }
+    }
+    std::vector<float> w32(w.begin(), w.end());
+    Tensor wt = Tensor::from_vector(w32, {out, in}, std::nullopt, device()).cast(ft);
+    const std::vector<int> order = to_last(ndim(), d);
+    y = y.permute(order).matmul(wt.transpose(0, 1)).permute(inverse(order));
+  }
+  return dtype().is_float() ? y.cast(dtype()) : y.round().cast(dtype());
 }
 
 // Einstein summation: "ij,jk->ik", "bij,bjk", "ii->i", "...ij,...jk->...ik". Each operand's

@@ -1,8 +1,8 @@
 // tests/sched: the fusion rules that keep work from multiplying and reductions on their fast
-// path — a reduction read through a broadcast or a window is stored once; a reduction read through
-// a PAD is stored at its own shape, unmasked; a kernel holds one reduction, the one with the most
-// work; a kernel binds at most kMaxKernelBuffers buffers. Each is pinned by the kernel count,
-// the kernels' shapes and which nodes are stored.
+// path — a reduction read through a broadcast, a window or several shifted views is stored once; a
+// reduction read through a PAD is stored at its own shape, unmasked; a kernel holds one reduction,
+// the one with the most work; a kernel binds at most kMaxKernelBuffers buffers. Each is pinned by
+// the kernel count, the kernels' shapes and which nodes are stored.
 #include <gtest/gtest.h>
 
 #include <span>
@@ -45,6 +45,30 @@ TEST(FusionRules, AReductionReadThroughWindowsIsStoredOnce) {
   const Schedule s = schedule_of(m);
   ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_EQ(reduce_trips(s), (Trips{{16}, {3}}));
+}
+
+TEST(FusionRules, AReductionReadThroughShiftedViewsIsStoredOnce) {
+  // The sum of three shifted views of a row-sum (a 3-tap average pool written with slices):
+  // each view reads the sums at other indices, so they are stored once, not summed three
+  // times over per output.
+  const UOp x = input({10, 16});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {1}), {10});
+  UOp acc;
+  for (int64_t k = 0; k < 3; k++) {
+    const UOp view = lazy::shrink(sums, {{k, k + 8}});
+    acc = acc ? acc + view : view;
+  }
+  const Schedule s = schedule_of(acc);
+  EXPECT_EQ(kernel_shapes(s), (Shapes{{10, 1}, {8}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{16}, {}}));
+}
+
+TEST(FusionRules, AReductionReadTwiceThroughOneViewStaysFused) {
+  // sums * sums reads the same node at the same indices: one kernel computes it once.
+  const UOp x = input({10, 16});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {1}), {10});
+  const Schedule s = schedule_of(sums * sums);
+  EXPECT_EQ(s.kernels.size(), 1u);
 }
 
 TEST(FusionRules, APaddedReductionIsStoredAtItsOwnShape) {

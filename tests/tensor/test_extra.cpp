@@ -1,6 +1,7 @@
 // tests/tensor: the functions of src/tensor/ops_extra.cpp on every device — erf, the inverse and
 // hyperbolic trig functions, isnan/isinf, tril/triu, cumprod, topk/sort/argsort,
-// scatter/scatter_reduce and einsum — against values computed in double precision here.
+// scatter/scatter_reduce, einsum, pad modes and interpolate — against values computed in double
+// precision here.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -183,6 +184,36 @@ TEST_P(ExtraTest, EinsumContractsTracesAndBroadcasts) {
   expect_values(einsum("...j,j->...", {sq, make_tensor({1, 0, -1}, {3}, dtypes::float32, dev())}),
                 {3}, dtypes::float32, {-2, -2, -2});
   expect_error<Error>([&] { (void)einsum("ij,jk->ik", {ta}); }, {"einsum", "2 operands"});
+}
+
+TEST_P(ExtraTest, PadModes) {
+  const Tensor x = make_tensor({1, 2, 3, 4}, {4}, dtypes::float32, dev());
+  expect_values(x.pad({{2, 1}}, "reflect"), {7}, dtypes::float32, {3, 2, 1, 2, 3, 4, 3});
+  expect_values(x.pad({{2, 1}}, "replicate"), {7}, dtypes::float32, {1, 1, 1, 2, 3, 4, 4});
+  expect_values(x.pad({{2, 1}}, "circular"), {7}, dtypes::float32, {3, 4, 1, 2, 3, 4, 1});
+  expect_values(x.pad({{1, 0}}, "constant", 9.0), {5}, dtypes::float32, {9, 1, 2, 3, 4});
+  const Tensor m = make_tensor({1, 2, 3, 4, 5, 6}, {2, 3}, dtypes::int32, dev());
+  expect_values(m.pad({{1, 1}, {0, 2}}, "reflect"), {4, 5}, dtypes::int32,
+                {4, 5, 6, 5, 4, 1, 2, 3, 2, 1, 4, 5, 6, 5, 4, 1, 2, 3, 2, 1});
+  expect_error<ShapeError>([&] { (void)x.pad({{4, 0}}, "reflect"); }, {"pad", "reflect", "(4,)"});
+  expect_error<Error>([&] { (void)x.pad({{1, 0}}, "mirror"); }, {"pad", "mirror"});
+}
+
+TEST_P(ExtraTest, InterpolateLinearAndNearest) {
+  const Tensor x = make_tensor({1, 2, 3, 4}, {1, 1, 4}, dtypes::float32, dev());
+  expect_values(x.interpolate({8}), {1, 1, 8}, dtypes::float32,
+                {1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4}, 1e-6);
+  expect_values(x.interpolate({7}, "linear", true), {1, 1, 7}, dtypes::float32,
+                {1, 1.5, 2, 2.5, 3, 3.5, 4}, 1e-6);
+  expect_values(x.interpolate({8}, "nearest"), {1, 1, 8}, dtypes::float32,
+                {1, 1, 2, 2, 3, 3, 4, 4});
+  expect_values(x.interpolate({2}, "nearest"), {1, 1, 2}, dtypes::float32, {1, 3});
+  expect_values(x.interpolate({2}, "nearest-exact"), {1, 1, 2}, dtypes::float32, {2, 4});
+  // Two dims at once: bilinear 2x2 -> 3x3 with the corners aligned.
+  const Tensor sq = make_tensor({0, 2, 4, 6}, {2, 2}, dtypes::float32, dev());
+  expect_values(sq.interpolate({3, 3}, "linear", true), {3, 3}, dtypes::float32,
+                {0, 1, 2, 2, 3, 4, 4, 5, 6}, 1e-6);
+  expect_error<Error>([&] { (void)x.interpolate({3}, "cubic"); }, {"interpolate", "cubic"});
 }
 
 VKGRAD_ALL_DEVICES(ExtraTest);
