@@ -38,9 +38,9 @@ class Model {
   const std::string& device() const;
   int64_t opset() const;  // the default domain's opset the file imports
 
-  // Every graph output by name, realized on the model's device. Inputs on another device are
-  // moved; a missing or unknown name is an Error, a wrong shape a ShapeError, a wrong dtype a
-  // DTypeError (each naming the input).
+  // Every graph output by name, realized on the model's device, in tensors of their own (a later
+  // call does not overwrite them). Inputs on another device are moved; a missing or unknown
+  // name or a wrong shape is a ShapeError, a wrong dtype a DTypeError (each naming the input).
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
 
   // Calls served by replaying a capture, and captures made (see Jit).

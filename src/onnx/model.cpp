@@ -330,22 +330,23 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
     const bool known = std::any_of(m.g.inputs.begin(), m.g.inputs.end(),
                                    [&](const ValueInfo& v) { return v.name == name; });
     if (!known)
-      throw Error(fmt::format("ONNX: run: the model has no input '{}' (inputs: {})", name,
-                              fmt::join(
-                                  [&] {
-                                    std::vector<std::string> names;
-                                    for (const ValueInfo& v : m.g.inputs) names.push_back(v.name);
-                                    return names;
-                                  }(),
-                                  ", ")));
+      throw ShapeError(fmt::format("ONNX: run: the model has no input '{}' (inputs: {})", name,
+                                   fmt::join(
+                                       [&] {
+                                         std::vector<std::string> names;
+                                         for (const ValueInfo& v : m.g.inputs)
+                                           names.push_back(v.name);
+                                         return names;
+                                       }(),
+                                       ", ")));
   }
   std::vector<Tensor> ins;
   bool dynamic = false;
   for (const ValueInfo& info : m.g.inputs) {
     auto it = inputs.find(info.name);
     if (it == inputs.end())
-      throw Error(fmt::format("ONNX: run: input '{}' ({} {}) is missing", info.name,
-                              info.dtype.name(), shape_text(info.shape)));
+      throw ShapeError(fmt::format("ONNX: run: input '{}' ({} {}) is missing", info.name,
+                                   info.dtype.name(), shape_text(info.shape)));
     Tensor t = it->second;
     if (!t.defined())
       throw Error(fmt::format("ONNX: run: input '{}' is an empty tensor", info.name));

@@ -280,8 +280,8 @@ TEST_P(OnnxTest, BadInputsNameTheInput) {
         (void)m.run({{"x", Tensor::zeros({2, 4}, dtypes::int32, dev())}});
       },
       {"'x'", "float32", "int32"});
-  expect_error<Error>([&] { (void)m.run({}); }, {"'x'", "missing"});
-  expect_error<Error>(
+  expect_error<ShapeError>([&] { (void)m.run({}); }, {"'x'", "missing"});
+  expect_error<ShapeError>(
       [&] {
         (void)m.run({{"x", Tensor::zeros({2, 4}, {}, dev())}, {"extra", Tensor(1.0)}});
       },
