@@ -2,7 +2,9 @@
 // that vkgrad supports every node at the model's opset, uploads the initializers and returns a
 // Model whose run() builds the lazy Tensor graph for the given inputs and realizes the outputs.
 // Calls with the same input shapes replay one Jit capture; a dynamic batch dimension becomes a
-// Variable, so one capture serves every batch size up to a bound. Depends on tensor.hpp only.
+// Variable, so one capture serves every batch size up to a bound (VKGRAD_ONNX_MAX_DIM, 16), and
+// a size called three times gets a capture of its own with the size compiled in (faster
+// kernels). Depends on tensor.hpp only.
 #pragma once
 
 #include <cstdint>

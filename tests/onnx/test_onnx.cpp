@@ -412,6 +412,17 @@ TEST_P(OnnxTest, OneCaptureServesEveryBatchSize) {
   }
   EXPECT_EQ(m.captures(), 1) << "one capture should serve batches 1, 3 and 8";
   EXPECT_GE(m.replays(), 3);
+  // A batch size used again and again gets its own capture with the size compiled in.
+  for (int call = 0; call < 4; call++) {
+    std::vector<double> xs(all.begin(), all.begin() + 3 * 108);
+    const Tensor y = m.run({{"x", make_tensor(xs, {3, 3, 6, 6}, dtypes::float32, dev())}}).at("y");
+    std::vector<double> want;
+    for (int s = 0; s < 3; s++)
+      want.insert(want.end(), per_sample[static_cast<size_t>(s)].begin(),
+                  per_sample[static_cast<size_t>(s)].end());
+    testing::expect_near(values_of(y), want, 1e-5, 1e-6, "hot batch 3");
+  }
+  EXPECT_EQ(m.captures(), 2);
 }
 
 VKGRAD_ALL_DEVICES(OnnxTest);
