@@ -255,9 +255,119 @@ OpOutputs grid_sample(OpContext& c) {
   return OpOutputs{tensor_value(out.reshape({n, ch, ho, wo}).cast(x.dtype()))};
 }
 
+// RoiAlign: each region's output bins average (or take the max of) bilinear samples of its
+// image. The sample positions depend on the region's coordinates, read on the host; each region
+// is then one product of its image [C, H*W] with a weight matrix [H*W, bins] (avg), or the max
+// over per-sample, per-corner weighted gathers (max, as onnxruntime defines it).
+OpOutputs roi_align(OpContext& c) {
+  const Tensor x = c.in(0);
+  const HostArray& rois = c.host(1);
+  const HostArray& batch = c.host(2);
+  if (x.ndim() != 4 || rois.shape.size() != 2 || rois.shape[1] != 4)
+    c.fail("X must be [N, C, H, W] and rois [num_rois, 4]");
+  const std::string mode = c.attr_s("mode", "avg");
+  if (mode != "avg" && mode != "max") c.fail("mode '" + mode + "' is not avg or max");
+  const bool half_pixel =
+      c.attr_s("coordinate_transformation_mode",
+               c.opset() >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  const int64_t oh = c.attr_i("output_height", 1), ow = c.attr_i("output_width", 1);
+  const int64_t ratio = c.attr_i("sampling_ratio", 0);
+  const double scale = c.attr_f("spatial_scale", 1.0);
+  const int64_t ch = x.shape(1), h = x.shape(2), w = x.shape(3), q = h * w, p = oh * ow;
+  const DType ft = x.dtype();
+  std::vector<Tensor> outs;
+  for (int64_t r = 0; r < rois.shape[0]; r++) {
+    const double off = half_pixel ? 0.5 : 0.0;
+    const double x1 = rois.at(r * 4) * scale - off, y1 = rois.at(r * 4 + 1) * scale - off;
+    const double x2 = rois.at(r * 4 + 2) * scale - off, y2 = rois.at(r * 4 + 3) * scale - off;
+    double rw = x2 - x1, rh = y2 - y1;
+    if (!half_pixel) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    const double bh = rh / static_cast<double>(oh), bw = rw / static_cast<double>(ow);
+    const int64_t gh =
+        ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rh / static_cast<double>(oh)));
+    const int64_t gw =
+        ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(rw / static_cast<double>(ow)));
+    const double count = static_cast<double>(std::max<int64_t>(gh * gw, 1));
+    // Per sample: its four corners (flat index, weight) for every bin; weight 0 outside.
+    struct Corner {
+      int64_t at;
+      double wt;
+    };
+    const int64_t samples = gh * gw;
+    std::vector<double> avg(static_cast<size_t>(p * q), 0.0);
+    std::vector<std::vector<double>> corner_mats;
+    if (mode == "max")
+      corner_mats.assign(static_cast<size_t>(samples * 4),
+                         std::vector<double>(static_cast<size_t>(p * q), 0.0));
+    for (int64_t ph = 0; ph < oh; ph++)
+      for (int64_t pw = 0; pw < ow; pw++)
+        for (int64_t iy = 0; iy < gh; iy++)
+          for (int64_t ix = 0; ix < gw; ix++) {
+            double yy = y1 + static_cast<double>(ph) * bh +
+                        (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh);
+            double xx = x1 + static_cast<double>(pw) * bw +
+                        (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+            if (yy < -1.0 || yy > static_cast<double>(h) || xx < -1.0 ||
+                xx > static_cast<double>(w))
+              continue;
+            yy = std::max(yy, 0.0);
+            xx = std::max(xx, 0.0);
+            int64_t ylo = static_cast<int64_t>(yy), xlo = static_cast<int64_t>(xx), yhi, xhi;
+            if (ylo >= h - 1) {
+              yhi = ylo = h - 1;
+              yy = static_cast<double>(ylo);
+            } else {
+              yhi = ylo + 1;
+            }
+            if (xlo >= w - 1) {
+              xhi = xlo = w - 1;
+              xx = static_cast<double>(xlo);
+            } else {
+              xhi = xlo + 1;
+            }
+            const double ly = yy - static_cast<double>(ylo), lx = xx - static_cast<double>(xlo);
+            const double hy = 1.0 - ly, hx = 1.0 - lx;
+            const Corner corners[4] = {{ylo * w + xlo, hy * hx},
+                                       {ylo * w + xhi, hy * lx},
+                                       {yhi * w + xlo, ly * hx},
+                                       {yhi * w + xhi, ly * lx}};
+            const int64_t bin = ph * ow + pw, sample = iy * gw + ix;
+            for (int k = 0; k < 4; k++) {
+              if (mode == "avg")
+                avg[static_cast<size_t>(bin * q + corners[k].at)] += corners[k].wt / count;
+              else
+                corner_mats[static_cast<size_t>(sample * 4 + k)]
+                           [static_cast<size_t>(bin * q + corners[k].at)] = corners[k].wt;
+            }
+          }
+    int64_t b = batch.int_at(r);
+    if (b < 0 || b >= x.shape(0)) c.fail(fmt::format("batch index {} is out of range", b));
+    const Tensor img = x.select(0, b).reshape({ch, q});
+    Tensor y;
+    if (mode == "avg") {
+      y = img.matmul(
+          HostArray::of_floats(std::move(avg), {p, q}, ft).to_tensor(c.device()).transpose(0, 1));
+    } else {
+      for (auto& m : corner_mats) {
+        const Tensor v = img.matmul(
+            HostArray::of_floats(std::move(m), {p, q}, ft).to_tensor(c.device()).transpose(0, 1));
+        y = y.defined() ? y.maximum(v) : v;
+      }
+      if (!y.defined()) y = Tensor::zeros({ch, p}, ft, c.device());
+    }
+    outs.push_back(y.reshape({ch, oh, ow}));
+  }
+  if (outs.empty()) return OpOutputs{tensor_value(Tensor::zeros({0, ch, oh, ow}, ft, c.device()))};
+  return OpOutputs{tensor_value(stack(outs, 0).cast(ft))};
+}
+
 }  // namespace
 
 void register_misc_ops(OpRegistry& r) {
+  r["RoiAlign"].run = roi_align;
   r["GridSample"].run = grid_sample;
   r["Resize"].run = [](OpContext& c) { return resize(c, false); };
   r["Upsample"].run = [](OpContext& c) { return resize(c, true); };
