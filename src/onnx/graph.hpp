@@ -190,6 +190,12 @@ inline Value host_value(HostArray h) {
   v.host = std::make_shared<HostArray>(std::move(h));
   return v;
 }
+// The permutation that moves `axis` of a rank-`rank` tensor last, and its inverse.
+struct AxisLast {
+  std::vector<int> order, back;
+};
+AxisLast axis_last(int rank, int axis);
+
 // Normalizes a possibly negative axis for rank `rank`; ShapeError naming `what` when out of range.
 int norm_axis(int64_t axis, int64_t rank, const std::string& what);
 

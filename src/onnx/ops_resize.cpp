@@ -151,21 +151,16 @@ OpOutputs resize(OpContext& c, bool upsample) {
         sizes.empty() ? static_cast<double>(in) * scale : static_cast<double>(out);
     auto [w, outside] = axis_weights(m, in, out, out_len, scale, rs, re);
     // y moved so axis d is last, times W^T: [..., in] @ [in, out].
-    std::vector<int> order;
-    for (int i = 0; i < rank; i++)
-      if (i != d) order.push_back(i);
-    order.push_back(d);
-    std::vector<int> back(static_cast<size_t>(rank));
-    for (int i = 0; i < rank; i++) back[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+    const AxisLast mv = axis_last(rank, d);
     const Tensor wt =
         HostArray::of_floats(std::move(w), {out, in}, y.dtype()).to_tensor(c.device());
-    Tensor moved = y.permute(order).matmul(wt.transpose(0, 1));
+    Tensor moved = y.permute(mv.order).matmul(wt.transpose(0, 1));
     if (has_roi) {
       const Tensor mask =
           HostArray::of_floats(std::move(outside), {out}, y.dtype()).to_tensor(c.device());
       moved = (mask != 0).where(Tensor(m.extrapolation).cast(y.dtype()), moved);
     }
-    y = moved.permute(back);
+    y = moved.permute(mv.back);
   }
   if (!dt.is_float()) y = y.round().cast(dt);
   return OpOutputs{tensor_value(y.cast(dt))};

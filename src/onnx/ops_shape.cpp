@@ -200,6 +200,20 @@ Tensor apply_slice(Tensor x, const SliceSpec& s) {
   return x;
 }
 
+// The row-major flat index into dims `dshape` of each index tuple (the last axis of `ind`),
+// negative entries counting from the end.
+Tensor linear_index(const Tensor& ind, const Shape& dshape) {
+  Tensor lin = Tensor::zeros({}, dtypes::int64, ind.device());
+  int64_t stride = 1;
+  for (int64_t j = static_cast<int64_t>(dshape.size()) - 1; j >= 0; j--) {
+    Tensor ij = ind.select(-1, j);
+    ij = (ij < 0).where(ij + dshape[static_cast<size_t>(j)], ij);
+    lin = lin + ij * stride;
+    stride *= dshape[static_cast<size_t>(j)];
+  }
+  return lin;
+}
+
 Tensor onnx_gather(const Tensor& data, const Tensor& idx0, int axis) {
   const int64_t n = data.shape(axis);
   Tensor idx = idx0.cast(dtypes::int64);
@@ -491,20 +505,12 @@ void register_shape_ops(OpRegistry& r) {
     const Tensor ind = c.in(1).cast(dtypes::int64);
     const int b = static_cast<int>(c.attr_i("batch_dims", 0));
     const int64_t k = ind.shape(-1);
-    const int xr = x.ndim();
     // data [B..., D1..Dk, R...] -> [B..., D, R...]; the index -> linear [B..., M...].
     Shape bshape(x.shape().begin(), x.shape().begin() + b);
     Shape dshape(x.shape().begin() + b, x.shape().begin() + b + k);
     Shape rshape(x.shape().begin() + b + k, x.shape().end());
     const int64_t d = numel_of(dshape);
-    Tensor lin = Tensor::zeros({}, dtypes::int64, x.device());
-    int64_t stride = 1;
-    for (int64_t j = k - 1; j >= 0; j--) {
-      Tensor ij = ind.select(-1, j);
-      ij = (ij < 0).where(ij + dshape[static_cast<size_t>(j)], ij);
-      lin = lin + ij * stride;
-      stride *= dshape[static_cast<size_t>(j)];
-    }
+    const Tensor lin = linear_index(ind, dshape);
     Shape xs = bshape;
     xs.push_back(d);
     xs.insert(xs.end(), rshape.begin(), rshape.end());
@@ -523,7 +529,6 @@ void register_shape_ops(OpRegistry& r) {
     const Tensor picked = hot.where(xf.reshape(xv), Tensor::zeros({}, x.dtype(), x.device()))
                               .sum(b + m)
                               .cast(x.dtype());
-    (void)xr;
     return one(picked);
   };
   auto scatter_elements = [](OpContext& c) {
@@ -541,14 +546,7 @@ void register_shape_ops(OpRegistry& r) {
     const int64_t k = ind.shape(-1);
     Shape dshape(x.shape().begin(), x.shape().begin() + k);
     Shape rshape(x.shape().begin() + k, x.shape().end());
-    Tensor lin = Tensor::zeros({}, dtypes::int64, x.device());
-    int64_t stride = 1;
-    for (int64_t j = k - 1; j >= 0; j--) {
-      Tensor ij = ind.select(-1, j);
-      ij = (ij < 0).where(ij + dshape[static_cast<size_t>(j)], ij);
-      lin = lin + ij * stride;
-      stride *= dshape[static_cast<size_t>(j)];
-    }
+    const Tensor lin = linear_index(ind, dshape);
     const int64_t m = lin.numel();
     Shape xs{numel_of(dshape)};
     xs.insert(xs.end(), rshape.begin(), rshape.end());

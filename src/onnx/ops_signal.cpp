@@ -82,15 +82,11 @@ void register_signal_ops(OpRegistry& r) {
     Tensor re = x.select(-1, 0), im;
     if (x.shape(-1) == 2) im = x.select(-1, 1);
     // Move `axis` last (re/im have rank - 1 dims), transform, move back.
-    const int r1 = rank - 1;
-    std::vector<int> order;
-    for (int i = 0; i < r1; i++)
-      if (i != axis) order.push_back(i);
-    order.push_back(axis);
-    std::vector<int> back(static_cast<size_t>(r1));
-    for (int i = 0; i < r1; i++) back[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
-    auto [out_re, out_im] = dft_last(re.permute(order), im.defined() ? im.permute(order) : Tensor(),
-                                     n, onesided ? n / 2 + 1 : n, inverse, c.device());
+    const AxisLast mv = axis_last(rank - 1, axis);
+    const std::vector<int>& back = mv.back;
+    auto [out_re, out_im] =
+        dft_last(re.permute(mv.order), im.defined() ? im.permute(mv.order) : Tensor(), n,
+                 onesided ? n / 2 + 1 : n, inverse, c.device());
     return OpOutputs{
         tensor_value(stack({out_re.permute(back), out_im.permute(back)}, -1).cast(x.dtype()))};
   };

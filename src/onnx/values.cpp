@@ -288,6 +288,16 @@ void OpContext::fail(const std::string& what) const {
   throw Error(fmt::format("ONNX: {} (opset {}): {}", node_.label(), opset_, what));
 }
 
+AxisLast axis_last(int rank, int axis) {
+  AxisLast a;
+  for (int i = 0; i < rank; i++)
+    if (i != axis) a.order.push_back(i);
+  a.order.push_back(axis);
+  a.back.resize(static_cast<size_t>(rank));
+  for (int i = 0; i < rank; i++) a.back[static_cast<size_t>(a.order[static_cast<size_t>(i)])] = i;
+  return a;
+}
+
 int norm_axis(int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     throw ShapeError(
