@@ -21,6 +21,57 @@ Tensor as_tensor(const Value& v, const std::string& device) {
   return v.tensor.defined() ? v.tensor : v.host->to_tensor(device);
 }
 
+OpOutputs scan8(OpContext& c) {
+  const Graph& body = body_of(c, "body");
+  const int64_t n_scan = c.attr_i("num_scan_inputs", 0);
+  const int64_t n_in = static_cast<int64_t>(c.num_inputs()) - 1;  // after sequence_lens
+  const int64_t n_state = n_in - n_scan;
+  if (n_scan < 1 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
+  const auto dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(n_scan), 0));
+  const int64_t n_out = static_cast<int64_t>(body.outputs.size()) - n_state;
+  const Tensor first = c.in(static_cast<size_t>(1 + n_state));
+  const int64_t batch = first.shape(0), seq = first.shape(1);
+  std::vector<std::vector<Tensor>> states(static_cast<size_t>(n_state)),
+      outs(static_cast<size_t>(n_out));
+  for (int64_t b = 0; b < batch; b++) {
+    const int64_t len = c.has(0) ? c.host(0).int_at(b) : seq;
+    std::vector<Value> state;
+    for (int64_t i = 0; i < n_state; i++)
+      state.push_back(tensor_value(c.in(static_cast<size_t>(1 + i)).select(0, b)));
+    std::vector<std::vector<Tensor>> steps(static_cast<size_t>(n_out));
+    for (int64_t t = 0; t < len; t++) {
+      std::vector<Value> in = state;
+      for (int64_t k = 0; k < n_scan; k++) {
+        const Tensor xk = c.in(static_cast<size_t>(1 + n_state + k)).select(0, b);
+        in.push_back(tensor_value(xk.select(0, dirs[static_cast<size_t>(k)] ? len - 1 - t : t)));
+      }
+      std::vector<Value> out = c.run_subgraph(body, in);
+      for (int64_t i = 0; i < n_state; i++)
+        state[static_cast<size_t>(i)] = out[static_cast<size_t>(i)];
+      for (int64_t k = 0; k < n_out; k++)
+        steps[static_cast<size_t>(k)].push_back(
+            as_tensor(out[static_cast<size_t>(n_state + k)], c.device()));
+    }
+    for (int64_t i = 0; i < n_state; i++)
+      states[static_cast<size_t>(i)].push_back(
+          as_tensor(state[static_cast<size_t>(i)], c.device()));
+    for (int64_t k = 0; k < n_out; k++) {
+      if (steps[static_cast<size_t>(k)].empty()) c.fail("a sequence of length 0");
+      Tensor y = stack(steps[static_cast<size_t>(k)], 0);
+      if (len < seq) {  // steps past the sequence's length are zeros
+        PadList p(static_cast<size_t>(y.ndim()), {0, 0});
+        p[0] = {0, seq - len};
+        y = y.pad(p);
+      }
+      outs[static_cast<size_t>(k)].push_back(y);
+    }
+  }
+  OpOutputs result;
+  for (auto& v : states) result.push_back(tensor_value(stack(v, 0)));
+  for (auto& v : outs) result.push_back(tensor_value(stack(v, 0)));
+  return result;
+}
+
 }  // namespace
 
 void register_control_ops(OpRegistry& r) {
@@ -68,7 +119,10 @@ void register_control_ops(OpRegistry& r) {
   r["Loop"].pure = false;
 
   // Scan (opset 9+): body(state..., scan slices...) -> (state..., scan output slices...).
+  // Scan-8 is the batched form: (sequence_lens, state..., scan inputs...) with a leading batch
+  // axis on each, the body run per batch element over its sequence length.
   r["Scan"].run = [](OpContext& c) {
+    if (c.opset() < 9) return scan8(c);
     const Graph& body = body_of(c, "body");
     const int64_t n_scan_in = c.attr_i("num_scan_inputs", 0);
     const int64_t n_in = static_cast<int64_t>(c.num_inputs());
@@ -119,7 +173,6 @@ void register_control_ops(OpRegistry& r) {
     return result;
   };
   r["Scan"].pure = false;
-  r["Scan"].min_opset = 9;
 }
 
 }  // namespace vkgrad::onnx
