@@ -115,12 +115,9 @@ UOp apply_group(const UOp& ast, const RangeInfo& info, int64_t lanes) {
   return substitute(ast, with);
 }
 
-}  // namespace
-
 // GROUP flattens all reduce axes into one; a reduction over only some of them (two reductions of
 // one kernel over different axes) would then add its values once per lane of the others.
-bool reductions_span_all_axes(const UOp& ast) {
-  const RangeInfo info = collect_ranges(ast);
+bool reductions_span(const UOp& ast, const RangeInfo& info) {
   for (const UOp& r : toposort(ast)) {
     if (r.op() != Ops::REDUCE) continue;
     if (r.src().size() - 1 != info.reduces.size()) return false;
@@ -129,6 +126,10 @@ bool reductions_span_all_axes(const UOp& ast) {
   }
   return true;
 }
+
+}  // namespace
+
+bool reductions_span_all_axes(const UOp& ast) { return reductions_span(ast, collect_ranges(ast)); }
 
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes) {
   int64_t bytes = 0;
@@ -270,7 +271,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
           fail(fmt::format("the amount must be a power of two from 2 to {}",
                            target.max_workgroup_invocations));
-        if (!reductions_span_all_axes(ast))
+        if (!reductions_span(ast, info))
           fail("the kernel's reductions run over different reduce axes");
         if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
           fail(fmt::format("{} bytes of shared memory, over the target's {}",

@@ -123,7 +123,6 @@ class OpContext {
   std::vector<Value> run_subgraph(const Graph& g, const std::vector<Value>& inputs) const;
   bool read_computed() const { return read_computed_; }
   // True while the importer folds constants: an op that cannot work on the host throws.
-  bool host_only() const { return host_only_; }
 
   bool has_attr(const std::string& name) const { return node_.attrs.count(name) != 0; }
   int64_t attr_i(const std::string& name, int64_t dflt) const;
@@ -201,7 +200,6 @@ int norm_axis(int64_t axis, int64_t rank, const std::string& what);
 
 // The vkgrad dtype of an ONNX TensorProto element type; Error for unsupported types.
 DType dtype_of_onnx(int32_t elem_type, const std::string& where);
-int32_t onnx_of_dtype(DType dt);
 
 Graph parse_model(const std::string& path, const std::string& device);
 Value parse_tensor_file(const std::string& path, const std::string& device);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vkgrad/jit.hpp>
 
+#include "engine/realize.hpp"
 #include "onnx/graph.hpp"
 
 namespace vkgrad::onnx {
@@ -135,17 +136,12 @@ void Model::Impl::fold_constants() {
         known = false;
     }
     if (!known) continue;
+    const bool all_host = std::all_of(ins.begin(), ins.end(),
+                                      [](const Value* v) { return !v || v->host != nullptr; });
     OpContext ctx(n, std::move(ins), g.opset, device, true);
     OpOutputs outs;
     try {
-      const bool all_host =
-          std::all_of(n.inputs.begin(), n.inputs.end(), [&](const std::string& s) {
-            if (s.empty()) return true;
-            auto c = g.constants.find(s);
-            return c != g.constants.end() && c->second.host != nullptr;
-          });
-      outs = def.host && (all_host || n.op_type == "Shape" || n.op_type == "Size") ? def.host(ctx)
-                                                                                   : def.run(ctx);
+      outs = def.host && all_host ? def.host(ctx) : def.run(ctx);
     } catch (const NotOnHost&) {
       continue;
     }
@@ -153,10 +149,9 @@ void Model::Impl::fold_constants() {
       if (!n.outputs[k].empty()) g.constants[n.outputs[k]] = std::move(outs[k]);
     folded[i] = true;
   }
-  // Device constants computed by folding (a weight transposed, a ConstantOfShape) are realized
-  // now, once, not in every forward.
-  // They are stored as buffers, as initializers are: a ConstantOfShape weight left a broadcast
-  // constant would give its convolution another kernel than a real weight gets.
+  // Device constants computed by folding (a weight transposed) are realized now, once, not in
+  // every forward, and stored as buffers, as initializers are: a constant left a broadcast would
+  // give its convolution another kernel than a real weight gets.
   std::vector<Tensor> pending;
   std::vector<Value*> owners;
   for (auto& [name, v] : g.constants)
@@ -429,7 +424,7 @@ std::map<std::string, Tensor> Model::run(const std::map<std::string, Tensor>& in
 
 Model load(const std::string& path, const std::string& device) {
   auto impl = std::make_unique<Model::Impl>();
-  impl->device = device.empty() ? Tensor::zeros({}).device() : device;
+  impl->device = engine::canonical_device(device);
   impl->g = parse_model(path, impl->device);
   impl->check_nodes();
   impl->fold_constants();

@@ -21,11 +21,38 @@ Tensor as_tensor(const Value& v, const std::string& device) {
   return v.tensor.defined() ? v.tensor : v.host->to_tensor(device);
 }
 
+// The step loop both Scan forms share: `steps` calls of `body`, each on the state and slice t
+// (counted from the end where `reverse` says) of each scan input along its axis. Returns the
+// final state and each scan output's slices in step order.
+struct ScanRun {
+  std::vector<Value> state;
+  std::vector<std::vector<Tensor>> outs;
+};
+
+ScanRun scan_steps(const OpContext& c, const Graph& body, std::vector<Value> state,
+                   const std::vector<Tensor>& xs, const std::vector<int>& axes,
+                   const std::vector<int64_t>& reverse, int64_t steps) {
+  const size_t n_state = state.size();
+  if (body.outputs.size() < n_state) c.fail("the body has fewer outputs than state values");
+  ScanRun run{std::move(state), std::vector<std::vector<Tensor>>(body.outputs.size() - n_state)};
+  for (int64_t t = 0; t < steps; t++) {
+    std::vector<Value> in = run.state;
+    for (size_t k = 0; k < xs.size(); k++)
+      in.push_back(tensor_value(xs[k].select(axes[k], reverse[k] ? steps - 1 - t : t)));
+    std::vector<Value> out = c.run_subgraph(body, in);
+    for (size_t i = 0; i < n_state; i++) run.state[i] = out[i];
+    for (size_t k = 0; k < run.outs.size(); k++)
+      run.outs[k].push_back(as_tensor(out[n_state + k], c.device()));
+  }
+  return run;
+}
+
+// Scan-8: (sequence_lens, state..., scan inputs...), each with a leading batch axis; the body
+// runs per batch element over its sequence length, and steps past it are zeros.
 OpOutputs scan8(OpContext& c) {
   const Graph& body = body_of(c, "body");
   const int64_t n_scan = c.attr_i("num_scan_inputs", 0);
-  const int64_t n_in = static_cast<int64_t>(c.num_inputs()) - 1;  // after sequence_lens
-  const int64_t n_state = n_in - n_scan;
+  const int64_t n_state = static_cast<int64_t>(c.num_inputs()) - 1 - n_scan;
   if (n_scan < 1 || n_state < 0) c.fail("num_scan_inputs does not fit the inputs");
   const auto dirs = c.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(n_scan), 0));
   const int64_t n_out = static_cast<int64_t>(body.outputs.size()) - n_state;
@@ -38,27 +65,18 @@ OpOutputs scan8(OpContext& c) {
     std::vector<Value> state;
     for (int64_t i = 0; i < n_state; i++)
       state.push_back(tensor_value(c.in(static_cast<size_t>(1 + i)).select(0, b)));
-    std::vector<std::vector<Tensor>> steps(static_cast<size_t>(n_out));
-    for (int64_t t = 0; t < len; t++) {
-      std::vector<Value> in = state;
-      for (int64_t k = 0; k < n_scan; k++) {
-        const Tensor xk = c.in(static_cast<size_t>(1 + n_state + k)).select(0, b);
-        in.push_back(tensor_value(xk.select(0, dirs[static_cast<size_t>(k)] ? len - 1 - t : t)));
-      }
-      std::vector<Value> out = c.run_subgraph(body, in);
-      for (int64_t i = 0; i < n_state; i++)
-        state[static_cast<size_t>(i)] = out[static_cast<size_t>(i)];
-      for (int64_t k = 0; k < n_out; k++)
-        steps[static_cast<size_t>(k)].push_back(
-            as_tensor(out[static_cast<size_t>(n_state + k)], c.device()));
-    }
+    std::vector<Tensor> xs;
+    for (int64_t k = 0; k < n_scan; k++)
+      xs.push_back(c.in(static_cast<size_t>(1 + n_state + k)).select(0, b));
+    ScanRun run = scan_steps(c, body, std::move(state), xs,
+                             std::vector<int>(static_cast<size_t>(n_scan), 0), dirs, len);
     for (int64_t i = 0; i < n_state; i++)
       states[static_cast<size_t>(i)].push_back(
-          as_tensor(state[static_cast<size_t>(i)], c.device()));
+          as_tensor(run.state[static_cast<size_t>(i)], c.device()));
     for (int64_t k = 0; k < n_out; k++) {
-      if (steps[static_cast<size_t>(k)].empty()) c.fail("a sequence of length 0");
-      Tensor y = stack(steps[static_cast<size_t>(k)], 0);
-      if (len < seq) {  // steps past the sequence's length are zeros
+      if (run.outs[static_cast<size_t>(k)].empty()) c.fail("a sequence of length 0");
+      Tensor y = stack(run.outs[static_cast<size_t>(k)], 0);
+      if (len < seq) {
         PadList p(static_cast<size_t>(y.ndim()), {0, 0});
         p[0] = {0, seq - len};
         y = y.pad(p);
@@ -118,9 +136,8 @@ void register_control_ops(OpRegistry& r) {
   };
   r["Loop"].pure = false;
 
-  // Scan (opset 9+): body(state..., scan slices...) -> (state..., scan output slices...).
-  // Scan-8 is the batched form: (sequence_lens, state..., scan inputs...) with a leading batch
-  // axis on each, the body run per batch element over its sequence length.
+  // Scan (opset 9+): body(state..., scan slices...) -> (state..., scan output slices...);
+  // before opset 9 the batched form, scan8.
   r["Scan"].run = [](OpContext& c) {
     if (c.opset() < 9) return scan8(c);
     const Graph& body = body_of(c, "body");
@@ -146,25 +163,10 @@ void register_control_ops(OpRegistry& r) {
       axes.push_back(
           norm_axis(in_axes[static_cast<size_t>(k)], xs.back().ndim(), c.node().label()));
     }
-    const int64_t steps = xs[0].shape(axes[0]);
-    std::vector<std::vector<Tensor>> outs(static_cast<size_t>(n_scan_out));
-    for (int64_t t = 0; t < steps; t++) {
-      std::vector<Value> in = state;
-      for (int64_t k = 0; k < n_scan_in; k++) {
-        const int64_t at = in_dirs[static_cast<size_t>(k)] ? steps - 1 - t : t;
-        in.push_back(
-            tensor_value(xs[static_cast<size_t>(k)].select(axes[static_cast<size_t>(k)], at)));
-      }
-      std::vector<Value> out = c.run_subgraph(body, in);
-      for (int64_t k = 0; k < n_state; k++)
-        state[static_cast<size_t>(k)] = out[static_cast<size_t>(k)];
-      for (int64_t k = 0; k < n_scan_out; k++)
-        outs[static_cast<size_t>(k)].push_back(
-            as_tensor(out[static_cast<size_t>(n_state + k)], c.device()));
-    }
-    OpOutputs result = state;
+    ScanRun run = scan_steps(c, body, std::move(state), xs, axes, in_dirs, xs[0].shape(axes[0]));
+    OpOutputs result = run.state;
     for (int64_t k = 0; k < n_scan_out; k++) {
-      std::vector<Tensor>& v = outs[static_cast<size_t>(k)];
+      std::vector<Tensor>& v = run.outs[static_cast<size_t>(k)];
       if (out_dirs[static_cast<size_t>(k)]) std::reverse(v.begin(), v.end());
       const int rank = v.empty() ? 1 : v[0].ndim() + 1;
       result.push_back(tensor_value(

@@ -410,38 +410,4 @@ DType dtype_of_onnx(int32_t elem_type, const std::string& where) {
   throw Error(fmt::format("ONNX: {} has dtype {}, which vkgrad does not support", where, name));
 }
 
-int32_t onnx_of_dtype(DType dt) {
-  using S = ScalarType;
-  switch (dt.scalar_type()) {
-    case S::float32:
-      return TP::FLOAT;
-    case S::float64:
-      return TP::DOUBLE;
-    case S::float16:
-      return TP::FLOAT16;
-    case S::bfloat16:
-      return TP::BFLOAT16;
-    case S::int8:
-      return TP::INT8;
-    case S::int16:
-      return TP::INT16;
-    case S::int32:
-      return TP::INT32;
-    case S::int64:
-      return TP::INT64;
-    case S::uint8:
-      return TP::UINT8;
-    case S::uint16:
-      return TP::UINT16;
-    case S::uint32:
-      return TP::UINT32;
-    case S::uint64:
-      return TP::UINT64;
-    case S::bool_:
-      return TP::BOOL;
-    default:
-      return TP::UNDEFINED;
-  }
-}
-
 }  // namespace vkgrad::onnx

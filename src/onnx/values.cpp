@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "ir/scalar.hpp"
 #include "onnx/graph.hpp"
@@ -53,65 +54,61 @@ Tensor HostArray::to_tensor(const std::string& device) const {
   return Tensor::from_bytes(b.data(), b.size(), shape, dtype, device);
 }
 
+namespace {
+
+// Calls f with a value of the host type that holds one element of `dt` (float16 and bfloat16:
+// uint16_t, their bits).
+template <class F>
+void with_host_type(DType dt, F&& f) {
+  using S = ScalarType;
+  switch (dt.scalar_type()) {
+    case S::float32:
+      return f(float{});
+    case S::float64:
+      return f(double{});
+    case S::float16:
+    case S::bfloat16:
+    case S::uint16:
+      return f(uint16_t{});
+    case S::bool_:
+    case S::uint8:
+      return f(uint8_t{});
+    case S::int8:
+      return f(int8_t{});
+    case S::int16:
+      return f(int16_t{});
+    case S::int32:
+      return f(int32_t{});
+    case S::uint32:
+      return f(uint32_t{});
+    case S::int64:
+      return f(int64_t{});
+    case S::uint64:
+      return f(uint64_t{});
+    default:
+      throw InternalError("onnx: host array of dtype " + dt.name());
+  }
+}
+
+}  // namespace
+
 std::vector<uint8_t> HostArray::bytes() const {
   const int64_t n = numel();
   std::vector<uint8_t> bytes(static_cast<size_t>(n) * dtype.itemsize());
-  auto put = [&](auto tag) {
+  with_host_type(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = reinterpret_cast<T*>(bytes.data());
     for (int64_t i = 0; i < n; i++) {
       if constexpr (std::is_floating_point_v<T>)
         p[i] = static_cast<T>(floats[i]);
+      else if (dtype == dtypes::float16)
+        p[i] = float_to_half_bits(static_cast<float>(floats[i]));
+      else if (dtype == dtypes::bfloat16)
+        p[i] = float_to_bf16_bits(static_cast<float>(floats[i]));
       else
         p[i] = static_cast<T>(ints[i]);
     }
-  };
-  using S = ScalarType;
-  switch (dtype.scalar_type()) {
-    case S::float32:
-      put(float{});
-      break;
-    case S::float64:
-      put(double{});
-      break;
-    case S::float16: {
-      auto* p = reinterpret_cast<uint16_t*>(bytes.data());
-      for (int64_t i = 0; i < n; i++) p[i] = float_to_half_bits(static_cast<float>(floats[i]));
-      break;
-    }
-    case S::bfloat16: {
-      auto* p = reinterpret_cast<uint16_t*>(bytes.data());
-      for (int64_t i = 0; i < n; i++) p[i] = float_to_bf16_bits(static_cast<float>(floats[i]));
-      break;
-    }
-    case S::bool_:
-    case S::uint8:
-      put(uint8_t{});
-      break;
-    case S::int8:
-      put(int8_t{});
-      break;
-    case S::int16:
-      put(int16_t{});
-      break;
-    case S::uint16:
-      put(uint16_t{});
-      break;
-    case S::int32:
-      put(int32_t{});
-      break;
-    case S::uint32:
-      put(uint32_t{});
-      break;
-    case S::int64:
-      put(int64_t{});
-      break;
-    case S::uint64:
-      put(uint64_t{});
-      break;
-    default:
-      throw InternalError("onnx: host array of dtype " + dtype.name());
-  }
+  });
   return bytes;
 }
 
@@ -136,59 +133,19 @@ HostArray HostArray::from_bytes(const void* data, DType dt, Shape shape) {
   h.dtype = dt;
   h.shape = std::move(shape);
   const int64_t n = h.numel();
-  auto get = [&](auto tag) {
+  with_host_type(dt, [&](auto tag) {
     using T = decltype(tag);
     std::vector<T> tmp(static_cast<size_t>(n));
     if (n) std::memcpy(tmp.data(), data, static_cast<size_t>(n) * sizeof(T));
-    if constexpr (std::is_floating_point_v<T>)
+    if constexpr (std::is_floating_point_v<T>) {
       h.floats.assign(tmp.begin(), tmp.end());
-    else
-      h.ints.assign(tmp.begin(), tmp.end());
-  };
-  using S = ScalarType;
-  switch (dt.scalar_type()) {
-    case S::float32:
-      get(float{});
-      break;
-    case S::float64:
-      get(double{});
-      break;
-    case S::float16:
-    case S::bfloat16: {
-      std::vector<uint16_t> tmp(static_cast<size_t>(n));
-      if (n) std::memcpy(tmp.data(), data, static_cast<size_t>(n) * 2);
-      for (uint16_t b : tmp)
+    } else if (dt.is_float()) {  // float16 / bfloat16 bits
+      for (T b : tmp)
         h.floats.push_back(dt == dtypes::float16 ? half_bits_to_float(b) : bf16_bits_to_float(b));
-      break;
+    } else {
+      for (T v : tmp) h.ints.push_back(static_cast<int64_t>(v));  // uint64: its bits
     }
-    case S::bool_:
-    case S::uint8:
-      get(uint8_t{});
-      break;
-    case S::int8:
-      get(int8_t{});
-      break;
-    case S::int16:
-      get(int16_t{});
-      break;
-    case S::uint16:
-      get(uint16_t{});
-      break;
-    case S::int32:
-      get(int32_t{});
-      break;
-    case S::uint32:
-      get(uint32_t{});
-      break;
-    case S::int64:
-      get(int64_t{});
-      break;
-    case S::uint64:
-      get(int64_t{});
-      break;  // held as its bits
-    default:
-      throw InternalError("onnx: host array of dtype " + dt.name());
-  }
+  });
   return h;
 }
 
