@@ -118,6 +118,16 @@ Tensor conv_nd(const OpContext& c, Tensor x, Tensor w, std::optional<Tensor> bia
   const int64_t d_in = x.shape(2), kd = w.shape(2), s = win.strides[0], dil = win.dilations[0];
   const int64_t d_out = (d_in - (kd - 1) * dil - 1) / s + 1;
   if (d_out <= 0) c.fail("the kernel is larger than the padded input");
+  // Each tap is an (N-1)-d convolution with the remaining strides and dilations, unpadded.
+  Node sub = c.node();
+  sub.attrs.clear();
+  sub.attrs["group"].kind = Attribute::Kind::Int;
+  sub.attrs["group"].i = group;
+  sub.attrs["strides"].kind = Attribute::Kind::Ints;
+  sub.attrs["strides"].ints.assign(win.strides.begin() + 1, win.strides.end());
+  sub.attrs["dilations"].kind = Attribute::Kind::Ints;
+  sub.attrs["dilations"].ints.assign(win.dilations.begin() + 1, win.dilations.end());
+  const OpContext sc(sub, {}, c.opset(), c.device(), false);
   Tensor acc;
   for (int64_t k = 0; k < kd; k++) {
     Tensor xs = x.slice(2, k * dil, k * dil + (d_out - 1) * s + 1, s);  // [N, C, Dout, ...]
@@ -127,15 +137,6 @@ Tensor conv_nd(const OpContext& c, Tensor x, Tensor w, std::optional<Tensor> bia
     for (int i = 3; i < xs.ndim(); i++) merged.push_back(xs.shape(i));
     xs = xs.permute(order).reshape(merged);
     Tensor wk = w.select(2, k);
-    Node sub = c.node();
-    sub.attrs.clear();
-    sub.attrs["group"].kind = Attribute::Kind::Int;
-    sub.attrs["group"].i = group;
-    sub.attrs["strides"].kind = Attribute::Kind::Ints;
-    sub.attrs["strides"].ints.assign(win.strides.begin() + 1, win.strides.end());
-    sub.attrs["dilations"].kind = Attribute::Kind::Ints;
-    sub.attrs["dilations"].ints.assign(win.dilations.begin() + 1, win.dilations.end());
-    OpContext sc(sub, {}, c.opset(), c.device(), false);
     Tensor y = conv_nd(sc, xs, wk, std::nullopt);  // [N*Dout, O, ...]
     Shape split{x.shape(0), d_out};
     for (int i = 1; i < y.ndim(); i++) split.push_back(y.shape(i));
@@ -155,28 +156,50 @@ Tensor conv_nd(const OpContext& c, Tensor x, Tensor w, std::optional<Tensor> bia
 
 namespace {
 
+// The strided view of `xp` that kernel offset `flat` (row-major over the kernel) reads for every
+// output position, and the number of offsets.
+Tensor window_view(Tensor v, const Window& w, const std::vector<int64_t>& out, int64_t flat) {
+  for (size_t i = w.kernel.size(); i-- > 0;) {
+    const int64_t k = flat % w.kernel[i];
+    flat /= w.kernel[i];
+    const int64_t start = k * w.dilations[i];
+    v = v.slice(static_cast<int>(i + 2), start, start + (out[i] - 1) * w.strides[i] + 1,
+                w.strides[i]);
+  }
+  return v;
+}
+
+int64_t window_size(const Window& w) {
+  int64_t total = 1;
+  for (int64_t k : w.kernel) total *= k;
+  return total;
+}
+
 // Windows over the spatial dims: each kernel offset is one strided view, combined by `combine`.
 Tensor pool_nd(const Tensor& xp, const Window& w, const std::vector<int64_t>& out,
                const std::function<Tensor(const Tensor&, const Tensor&)>& combine) {
-  const size_t n = w.kernel.size();
-  int64_t total = 1;
-  for (int64_t k : w.kernel) total *= k;
   Tensor acc;
-  for (int64_t flat = 0; flat < total; flat++) {
-    int64_t rest = flat;
-    PadList b;
-    for (int d = 0; d < xp.ndim(); d++) b.emplace_back(0, xp.shape(d));
-    Tensor v = xp;
-    for (size_t i = n; i-- > 0;) {
-      const int64_t k = rest % w.kernel[i];
-      rest /= w.kernel[i];
-      const int64_t start = k * w.dilations[i];
-      v = v.slice(static_cast<int>(i + 2), start, start + (out[i] - 1) * w.strides[i] + 1,
-                  w.strides[i]);
-    }
+  for (int64_t flat = 0; flat < window_size(w); flat++) {
+    const Tensor v = window_view(xp, w, out, flat);
     acc = acc.defined() ? combine(acc, v) : v;
   }
   return acc;
+}
+
+// Tensor::max_pool2d / avg_pool2d where the node fits them: 2-D, explicit symmetric pads of at
+// most half the kernel, no ceil mode or dilations, a float input (and `allowed`).
+std::optional<Tensor> pool2d_fast(const OpContext& c, bool is_max, bool allowed) {
+  const Tensor x = c.in(0);
+  const auto k = c.attr_ints("kernel_shape");
+  const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * k.size(), 0));
+  const auto strides = c.attr_ints("strides", std::vector<int64_t>(k.size(), 1));
+  const bool fits = allowed && k.size() == 2 && pads.size() == 4 && strides.size() == 2 &&
+                    c.attr_s("auto_pad", "NOTSET") == "NOTSET" && !c.attr_i("ceil_mode", 0) &&
+                    !c.has_attr("dilations") && pads[0] == pads[2] && pads[1] == pads[3] &&
+                    2 * pads[0] <= k[0] && 2 * pads[1] <= k[1] && x.dtype().is_float();
+  if (!fits) return std::nullopt;
+  return is_max ? x.max_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]})
+                : x.avg_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]});
 }
 
 double lowest_of(DType dt) {
@@ -251,21 +274,9 @@ OpOutputs pool(OpContext& c, bool is_max) {
                                    w.begin, end_total, -1.0);
     Tensor found;
     const Tensor none = Tensor::full({}, int64_t{-1}, dtypes::int64, x.device());
-    Tensor seen_any;
-    int64_t total = 1;
-    for (int64_t k : w.kernel) total *= k;
-    for (int64_t f = 0; f < total; f++) {
-      Tensor v = xp, p = pos;
-      int64_t rest = f;
-      for (size_t i = n; i-- > 0;) {
-        const int64_t k = rest % w.kernel[i];
-        rest /= w.kernel[i];
-        const int64_t start = k * w.dilations[i];
-        const int64_t stop = start + (out[i] - 1) * w.strides[i] + 1;
-        v = v.slice(static_cast<int>(i + 2), start, stop, w.strides[i]);
-        p = p.slice(static_cast<int>(i + 2), start, stop, w.strides[i]);
-      }
-      const Tensor hit = (v == best).logical_and(p >= 0);
+    for (int64_t f = 0; f < window_size(w); f++) {
+      const Tensor p = window_view(pos, w, out, f);
+      const Tensor hit = (window_view(xp, w, out, f) == best).logical_and(p >= 0);
       found = found.defined() ? (found >= 0).where(found, hit.where(p, none)) : hit.where(p, none);
     }
     Shape nc_shape{x.shape(0), x.shape(1)};
@@ -448,32 +459,16 @@ void register_nn_ops(OpRegistry& r) {
   };
 
   r["MaxPool"].run = [](OpContext& c) {
-    const Tensor x = c.in(0);
-    const auto k = c.attr_ints("kernel_shape");
-    const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * k.size(), 0));
-    const auto strides = c.attr_ints("strides", std::vector<int64_t>(k.size(), 1));
-    const bool simple = k.size() == 2 && c.attr_s("auto_pad", "NOTSET") == "NOTSET" &&
-                        !c.attr_i("ceil_mode", 0) && !c.has_attr("dilations") &&
-                        pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= k[0] &&
-                        2 * pads[1] <= k[1] && c.node().outputs.size() == 1 && x.dtype().is_float();
-    if (simple)
-      return one(x.max_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]}));
+    // The Indices output needs the generic path.
+    if (auto fast = pool2d_fast(c, true, c.node().outputs.size() == 1)) return one(*fast);
     return pool(c, true);
   };
   r["AveragePool"].run = [](OpContext& c) {
-    const Tensor x = c.in(0);
-    const auto k = c.attr_ints("kernel_shape");
-    const auto pads = c.attr_ints("pads", std::vector<int64_t>(2 * k.size(), 0));
-    const auto strides = c.attr_ints("strides", std::vector<int64_t>(k.size(), 1));
-    const bool no_pads = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
     // avg_pool2d counts the padding, as count_include_pad = 1 does.
-    const bool simple = k.size() == 2 && c.attr_s("auto_pad", "NOTSET") == "NOTSET" &&
-                        !c.attr_i("ceil_mode", 0) && !c.has_attr("dilations") &&
-                        pads[0] == pads[2] && pads[1] == pads[3] && 2 * pads[0] <= k[0] &&
-                        2 * pads[1] <= k[1] && x.dtype().is_float() &&
-                        (no_pads || c.attr_i("count_include_pad", 0) != 0);
-    if (simple)
-      return one(x.avg_pool2d({k[0], k[1]}, Int2{strides[0], strides[1]}, {pads[0], pads[1]}));
+    const auto pads = c.attr_ints("pads");
+    const bool no_pads = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+    if (auto fast = pool2d_fast(c, false, no_pads || c.attr_i("count_include_pad", 0) != 0))
+      return one(*fast);
     return pool(c, false);
   };
   r["GlobalAveragePool"].run = [](OpContext& c) {
