@@ -18,11 +18,8 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-Tensor operand(const Tensor& x) {
-  const DType d = x.dtype();
-  return d == dtypes::float32 || d == dtypes::float64 ? x : x.cast(dtypes::float32);
-}
-DType result_of(const Tensor& x) { return x.dtype().is_float() ? x.dtype() : dtypes::float32; }
+using tensor::math_operand;
+using tensor::math_result;
 
 // atan on [-1, 1] after reducing |x| > tan(pi/8) with atan(x) = pi/4 + atan((x-1)/(x+1)):
 // an odd Taylor polynomial on |u| <= tan(pi/8) (error below 1e-8).
@@ -75,55 +72,57 @@ Tensor triangle(const Tensor& x, int64_t k, bool lower, const char* op) {
 
 // Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7), odd.
 Tensor Tensor::erf() const {
-  const Tensor x = operand(*this);
+  const Tensor x = math_operand(*this);
   const Tensor ax = x.abs();
   const Tensor t = (1.0 + 0.3275911 * ax).reciprocal();
   const Tensor poly =
       t *
       (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
   const Tensor y = 1.0 - poly * (-(ax * ax)).exp();
-  return (x < 0).where(-y, y).cast(result_of(*this));
+  return (x < 0).where(-y, y).cast(math_result(*this));
 }
 
-Tensor Tensor::atan() const { return atan_of(operand(*this)).cast(result_of(*this)); }
+Tensor Tensor::atan() const { return atan_of(math_operand(*this)).cast(math_result(*this)); }
 
 Tensor Tensor::asin() const {
-  const Tensor x = operand(*this);
+  const Tensor x = math_operand(*this);
   // atan(x / sqrt(1 - x^2)); |x| > 1 gives NaN through the sqrt.
   const Tensor c = ((1.0 - x) * (1.0 + x)).sqrt();
   const Tensor r = atan_of(x / c);
-  return (c == 0).where(x.sign() * (kPi / 2), r).cast(result_of(*this));
+  return (c == 0).where(x.sign() * (kPi / 2), r).cast(math_result(*this));
 }
 
-Tensor Tensor::acos() const { return (kPi / 2 - operand(*this).asin()).cast(result_of(*this)); }
+Tensor Tensor::acos() const {
+  return (kPi / 2 - math_operand(*this).asin()).cast(math_result(*this));
+}
 
 Tensor Tensor::sinh() const {
-  const Tensor x = operand(*this);
+  const Tensor x = math_operand(*this);
   const Tensor e = x.exp();
-  return ((e - e.reciprocal()) * 0.5).cast(result_of(*this));
+  return ((e - e.reciprocal()) * 0.5).cast(math_result(*this));
 }
 
 Tensor Tensor::cosh() const {
-  const Tensor x = operand(*this);
+  const Tensor x = math_operand(*this);
   const Tensor e = x.exp();
-  return ((e + e.reciprocal()) * 0.5).cast(result_of(*this));
+  return ((e + e.reciprocal()) * 0.5).cast(math_result(*this));
 }
 
 Tensor Tensor::asinh() const {
-  const Tensor x = operand(*this);
+  const Tensor x = math_operand(*this);
   const Tensor ax = x.abs();
   const Tensor r = (ax + (ax * ax + 1.0).sqrt()).log();
-  return (x < 0).where(-r, r).cast(result_of(*this));
+  return (x < 0).where(-r, r).cast(math_result(*this));
 }
 
 Tensor Tensor::acosh() const {
-  const Tensor x = operand(*this);
-  return (x + (x * x - 1.0).sqrt()).log().cast(result_of(*this));
+  const Tensor x = math_operand(*this);
+  return (x + (x * x - 1.0).sqrt()).log().cast(math_result(*this));
 }
 
 Tensor Tensor::atanh() const {
-  const Tensor x = operand(*this);
-  return (((1.0 + x) / (1.0 - x)).log() * 0.5).cast(result_of(*this));
+  const Tensor x = math_operand(*this);
+  return (((1.0 + x) / (1.0 - x)).log() * 0.5).cast(math_result(*this));
 }
 
 Tensor Tensor::isnan() const {

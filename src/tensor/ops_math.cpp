@@ -18,17 +18,23 @@
 #include "tensor/tensor_impl.hpp"
 
 namespace vkgrad {
-namespace {
 
-constexpr double kLn2 = 0.69314718055994530942;
-constexpr double kPi = 3.14159265358979323846;
-
+namespace tensor {
 // The tensor float math on x runs on, and the dtype of its result (see the top of the file).
 Tensor math_operand(const Tensor& x) {
   const DType d = x.dtype();
   return d == dtypes::float32 || d == dtypes::float64 ? x : x.cast(dtypes::float32);
 }
 DType math_result(const Tensor& x) { return x.dtype().is_float() ? x.dtype() : dtypes::float32; }
+}  // namespace tensor
+
+using tensor::math_operand;
+using tensor::math_result;
+
+namespace {
+
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kPi = 3.14159265358979323846;
 
 // The composites, in the dtype of their (float32 or float64) argument.
 Tensor exp_of(const Tensor& x) { return (x * (1.0 / kLn2)).exp2(); }

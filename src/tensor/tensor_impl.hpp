@@ -66,6 +66,12 @@ Tensor dim_value(int64_t d, int64_t value, DType dtype, const std::string& devic
 // is symbolic).
 Tensor count_of(const Tensor& t, const std::vector<int>& axes, DType dtype);
 
+// Float composites of float16/bfloat16 (and integer) inputs run in float32 (float64 stays):
+// math_operand is the tensor the math runs on, math_result the dtype the result is cast to
+// (ops_math.cpp).
+Tensor math_operand(const Tensor& x);
+DType math_result(const Tensor& x);
+
 // Formatting for error messages: "(2, 3)", "float32".
 std::string shape_str(const Shape& s);
 // The element count of `shape` for an op building a tensor of `dtype` with it. ShapeError naming
