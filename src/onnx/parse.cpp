@@ -88,11 +88,13 @@ struct Decoded {
   size_t nbytes = 0;
 };
 
-template <class Src, class Dst>
-void pack(const Src& src, std::string& out) {
+// A typed field's values converted to Dst's little-endian bytes; returns how many there were.
+template <class Dst, class Src>
+int pack(const Src& src, std::string& out) {
   out.resize(src.size() * sizeof(Dst));
   auto* p = reinterpret_cast<Dst*>(out.data());
   for (int i = 0; i < src.size(); i++) p[i] = static_cast<Dst>(src.Get(i));
+  return src.size();
 }
 
 Decoded decode(const TP& t, const std::string& dir, Files& files) {
@@ -147,47 +149,37 @@ Decoded decode(const TP& t, const std::string& dir, Files& files) {
     int count = -1;
     switch (d.dtype.scalar_type()) {
       case S::float32:
-        pack<decltype(t.float_data()), float>(t.float_data(), d.owned);
-        count = t.float_data_size();
+        count = pack<float>(t.float_data(), d.owned);
         break;
       case S::float64:
-        pack<decltype(t.double_data()), double>(t.double_data(), d.owned);
-        count = t.double_data_size();
+        count = pack<double>(t.double_data(), d.owned);
         break;
       case S::int64:
-        pack<decltype(t.int64_data()), int64_t>(t.int64_data(), d.owned);
-        count = t.int64_data_size();
+        count = pack<int64_t>(t.int64_data(), d.owned);
         break;
       case S::uint64:
-        pack<decltype(t.uint64_data()), uint64_t>(t.uint64_data(), d.owned);
-        count = t.uint64_data_size();
+        count = pack<uint64_t>(t.uint64_data(), d.owned);
         break;
       case S::uint32:
-        pack<decltype(t.uint64_data()), uint32_t>(t.uint64_data(), d.owned);
-        count = t.uint64_data_size();
+        count = pack<uint32_t>(t.uint64_data(), d.owned);
         break;
       case S::int32:
-        pack<decltype(t.int32_data()), int32_t>(t.int32_data(), d.owned);
-        count = t.int32_data_size();
+        count = pack<int32_t>(t.int32_data(), d.owned);
         break;
       case S::int16:
-        pack<decltype(t.int32_data()), int16_t>(t.int32_data(), d.owned);
-        count = t.int32_data_size();
+        count = pack<int16_t>(t.int32_data(), d.owned);
         break;
       case S::uint16:
       case S::float16:
       case S::bfloat16:
-        pack<decltype(t.int32_data()), uint16_t>(t.int32_data(), d.owned);
-        count = t.int32_data_size();
+        count = pack<uint16_t>(t.int32_data(), d.owned);
         break;
       case S::int8:
-        pack<decltype(t.int32_data()), int8_t>(t.int32_data(), d.owned);
-        count = t.int32_data_size();
+        count = pack<int8_t>(t.int32_data(), d.owned);
         break;
       case S::uint8:
       case S::bool_:
-        pack<decltype(t.int32_data()), uint8_t>(t.int32_data(), d.owned);
-        count = t.int32_data_size();
+        count = pack<uint8_t>(t.int32_data(), d.owned);
         break;
       default:
         break;

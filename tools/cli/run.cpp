@@ -41,9 +41,9 @@ Tensor random_input(const onnx::ValueInfo& info, const std::string& device) {
 }
 
 std::string summary(const Tensor& t) {
-  const Tensor f = t.cast(dtypes::float64).to("CPU");
   if (t.numel() == 0) return "empty";
-  const std::vector<double> v = f.to_vector<double>();
+  // Converted on the host's device: the model's device may have no float64.
+  const std::vector<double> v = t.to("CPU").cast(dtypes::float64).to_vector<double>();
   double lo = v[0], hi = v[0], sum = 0;
   for (double x : v) {
     lo = std::min(lo, x);
