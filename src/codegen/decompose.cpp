@@ -12,8 +12,19 @@
 //                  (an amount whose bounds lie in [0, width) needs nothing).
 //   max(a, b) on floats: NaN when either is (C's fmax and GLSL's max drop it, or may):
 //                    max(a, b) -> where(a != a | b < a, a, b)
+//   a / b on float32, where the target's division is not correctly rounded (!exact_division):
+//                  b (and a with it) scaled by 2^-64 or 2^64 into [2^-85, 2^64], where 1 / b
+//                  is a normal number; q = a * (1 / b), which is IEEE's answer for zeros,
+//                  infinities and NaN; then one correction by the residual a - q b, computed
+//                  exactly without fma (Dekker's product with Veltkamp's split):
+//                    q' = q + (a - q b) * (1 / b),   kept where it is finite and the residual
+//                  is not 0 (so an exact -0 stays -0); a quotient beyond 2^115 keeps q.
 // A rewritten divisor or shift amount is where(_, 1, _) or where(_, _, 0), which the rules
 // recognize as already guarded, so the rewrite reaches a fixed point.
+#include <cmath>
+#include <limits>
+#include <utility>
+
 #include "codegen/pipeline.hpp"
 #include "ir/graph_rewrite.hpp"
 #include "ir/upat.hpp"
@@ -58,6 +69,37 @@ UOp guard_shift(const Match& m) {
   return ok.where(shifted, out_of_range);
 }
 
+// x = hi + lo exactly, hi with 12 significant bits (Veltkamp; |x| below 2^115).
+std::pair<UOp, UOp> split(const UOp& x) {
+  const UOp c = x * 4097.0;
+  const UOp hi = c - (c - x);
+  return {hi, x - hi};
+}
+
+UOp refine_division(const Match& m, const Target& target) {
+  const UOp& u = m.root();
+  if (target.exact_division || u.dtype() != dtypes::float32) return {};
+  const UOp &a = u.src(0), &b = u.src(1);
+  const UOp mag = b.lt(0.0).where(-b, b);
+  const UOp scale = b.scalar_like(std::ldexp(1.0, 64))
+                        .lt(mag)
+                        .where(b.scalar_like(std::ldexp(1.0, -64)),
+                               mag.lt(std::ldexp(1.0, -64))
+                                   .where(b.scalar_like(std::ldexp(1.0, 64)), b.scalar_like(1.0)));
+  const UOp as = a * scale, bs = b * scale;
+  const UOp y = bs.alu(Ops::RECIPROCAL);
+  const UOp q = as * y;
+  const UOp p = q * bs;
+  const auto [qh, ql] = split(q);
+  const auto [bh, bl] = split(bs);
+  const UOp e = (((qh * bh - p) + qh * bl) + ql * bh) + ql * bl;  // q * bs = p + e exactly
+  const UOp r = (as - p) - e;
+  const UOp q1 = q + r * y;
+  const double big = std::numeric_limits<float>::max();
+  const UOp finite = q1.lt(big) & q1.scalar_like(-big).lt(q1);
+  return (finite & r.ne(0.0)).where(q1, q);
+}
+
 UOp nan_max(const Match& m) {
   const UOp& u = m.root();
   if (u.dtype().count() != 1) return {};
@@ -75,8 +117,12 @@ const PatternMatcher pm_decompose({
 UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, b); }
 
 UOp decompose(const UOp& kernel, const Target& target) {
-  (void)target;  // every target has the same semantics
-  return graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
+  const UOp guarded = graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
+  if (target.exact_division) return guarded;
+  const PatternMatcher pm_division({
+      rule(UPat::op(Ops::FDIV), [&](const Match& m) { return refine_division(m, target); }),
+  });
+  return graph_rewrite(guarded, pm_division, nullptr, {.name = "decompose division"});
 }
 
 }  // namespace vkgrad

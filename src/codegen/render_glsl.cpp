@@ -239,6 +239,12 @@ class GlslRenderer : public Linearizer {
 
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
+    // Float controls: capability SignedZeroInfNanPreserve (4466), execution mode of the same
+    // name (4461) for 32-bit floats. (glslang keeps one mode per id, so not for 64-bit too.)
+    if (target_.preserve_nan)
+      src +=
+          "#extension GL_EXT_spirv_intrinsics : require\n"
+          "spirv_execution_mode(capabilities = [4466], 4461, 32);\n";
     src +=
         "#ifdef VKG_BDA\n#extension GL_EXT_buffer_reference : require\n"
         "#extension GL_EXT_buffer_reference_uvec2 : require\n#endif\n";

@@ -62,6 +62,13 @@ struct Target {
   // 64-bit constant and gets it wrong, so 32 -> 64-bit integer casts go through an xor with a
   // zero it cannot prove zero.
   bool opaque_widening = false;
+  // preserve_nan: the language may assume floats are never NaN or infinite unless told (SPIR-V:
+  // NVIDIA folds x < lo ? lo : x into a NaN-dropping min), so every GLSL shader declares the
+  // float-controls mode SignedZeroInfNanPreserve for 32-bit floats where the device offers it.
+  bool preserve_nan = false;
+  // exact_division: the language's float32 division is correctly rounded. Vulkan allows 2.5 ULP
+  // (NVIDIA's is a reciprocal and a product); without it, decompose refines each quotient.
+  bool exact_division = true;
 };
 
 }  // namespace vkgrad

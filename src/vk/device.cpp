@@ -396,6 +396,8 @@ std::string describe_caps(int index, const Caps& c) {
                    state(c.features.shaderInt16, c.use_int16),
                    state(c.features.shaderInt64, c.use_int64),
                    state(c.features.shaderFloat64, c.use_fp64));
+  s += fmt::format(", NaN-preserving float32 {}",
+                   c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no");
   s += fmt::format("\n  storage: 8-bit {}, 16-bit {}",
                    state(c.f12.storageBuffer8BitAccess, c.use_storage8),
                    state(c.f11.storageBuffer16BitAccess, c.use_storage16));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -22,7 +23,7 @@ namespace {
 using Forced = std::optional<bool>;
 
 struct ForcedQuirks {
-  Forced narrowing_cast, widening_compare;
+  Forced narrowing_cast, widening_compare, inexact_division;
 };
 
 ForcedQuirks forced_quirks() {
@@ -42,23 +43,26 @@ ForcedQuirks forced_quirks() {
       forced.narrowing_cast = on;
     else if (word == "widening_compare")
       forced.widening_compare = on;
+    else if (word == "inexact_division")
+      forced.inexact_division = on;
     else
       throw DeviceError(
           fmt::format("VKGRAD_VK_QUIRKS: unknown quirk '{}' (known: narrowing_cast, "
-                      "widening_compare; '-name' turns one off)",
+                      "widening_compare, inexact_division; '-name' turns one off)",
                       word));
   }
   return forced;
 }
 
-// Runs `source` (one storage buffer of doubles, read and written in place; one workgroup) on
-// `data`. It uses the device's queue and memory but none of the counted paths (SPIR-V cache,
-// pipeline cache, run()), so tests that count compiles and dispatches never see it.
-void run_probe(Executor& ex, const char* name, const char* source, std::vector<double>& data) {
+// Runs `source` (one storage buffer, read and written in place; one workgroup) on `data`. It
+// uses the device's queue and memory but none of the counted paths (SPIR-V cache, pipeline
+// cache, run()), so tests that count compiles and dispatches never see it.
+template <typename T>
+void run_probe(Executor& ex, const char* name, const char* source, std::vector<T>& data) {
   const Device& d = *ex.device;
   const std::vector<uint32_t> spirv = glsl_to_spirv_uncached(name, source);
   const Layout& layout = ex.pipelines->layout(Binding::descriptor_sets, 1, 0);
-  const size_t bytes = data.size() * sizeof(double);
+  const size_t bytes = data.size() * sizeof(T);
 
   VkShaderModule module = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -187,6 +191,41 @@ std::string probe_widening_compare(Executor& ex) {
   return {};
 }
 
+// float32 quotients of 64 pairs (the buffer holds their bits: a, b, then the quotients), which
+// must come back as the host's correctly rounded ones.
+constexpr uint32_t kDivisionPairs = 64;
+constexpr const char* kDivisionProbe = R"(#version 450
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0, std430) buffer Data { uint data[]; };
+void main() {
+  uint i = gl_LocalInvocationID.x;
+  precise float q = uintBitsToFloat(data[i]) / uintBitsToFloat(data[i + 64u]);
+  data[i + 128u] = floatBitsToUint(q);
+}
+)";
+
+std::string probe_inexact_division(Executor& ex) {
+  constexpr uint32_t n = kDivisionPairs;
+  std::vector<uint32_t> data(3 * n, 0);
+  std::vector<float> a(n), b(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    // Integers over small odd divisors (-100 / 7) and fractions over fractions.
+    a[i] = i % 2 == 0 ? static_cast<float>(static_cast<int>(i * 37 % 201) - 100)
+                      : 1.0f + static_cast<float>(i) * 0.37f;
+    b[i] = i % 2 == 0 ? static_cast<float>(3 + 2 * (i % 5)) : 0.3f + static_cast<float>(i) * 0.11f;
+    data[i] = std::bit_cast<uint32_t>(a[i]);
+    data[i + n] = std::bit_cast<uint32_t>(b[i]);
+  }
+  run_probe(ex, "probe_inexact_division", kDivisionProbe, data);
+  for (uint32_t i = 0; i < n; ++i) {
+    const float want = a[i] / b[i];
+    if (std::bit_cast<uint32_t>(want) != data[i + 2 * n])
+      return fmt::format("{} / {} came back {:.9g}, not {:.9g}", a[i], b[i],
+                         std::bit_cast<float>(data[i + 2 * n]), want);
+  }
+  return {};
+}
+
 // One probe's verdict: forced, or probed once per physical device (the answer is the driver's,
 // and opening a device is frequent in tests).
 bool decide(Executor& ex, const char* name, Forced forced, std::string (*probe)(Executor&),
@@ -212,8 +251,9 @@ bool decide(Executor& ex, const char* name, Forced forced, std::string (*probe)(
 Quirks find_quirks(Executor& ex) {
   Quirks q;
   const ForcedQuirks forced = forced_quirks();
-  // The probes keep their data in float64: without it in kernels there is no such cast to get
-  // wrong, and the widening probe cannot run (its quirk then stays off unless forced).
+  // The cast probes keep their data in float64: without it in kernels there is no such cast to
+  // get wrong, and the widening probe cannot run (its quirk then stays off unless forced). The
+  // division probe needs nothing beyond 32-bit types.
   const bool fp64 = ex.device->caps.use_fp64;
   if (fp64 || forced.narrowing_cast)
     q.narrowing_cast =
@@ -221,6 +261,8 @@ Quirks find_quirks(Executor& ex) {
   if ((fp64 && ex.device->caps.use_int64) || forced.widening_compare)
     q.widening_compare =
         decide(ex, "widening_compare", forced.widening_compare, probe_widening_compare, q.found);
+  q.inexact_division =
+      decide(ex, "inexact_division", forced.inexact_division, probe_inexact_division, q.found);
   return q;
 }
 

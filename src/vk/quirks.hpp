@@ -20,6 +20,9 @@ struct Quirks {
   // integer casts are rendered so that the widening cannot be folded into the compare
   // (codegen Target::opaque_widening).
   bool widening_compare = false;
+  // The driver's float32 division is not correctly rounded (Vulkan allows 2.5 ULP; NVIDIA's
+  // -100 / 7 is an ULP off): decompose refines each quotient (codegen Target::exact_division).
+  bool inexact_division = false;
   std::string found;  // how each was decided, for describe(): "narrowing_cast (probe: ...)"
 };
 

@@ -46,6 +46,8 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.max_push_bytes = l.maxPushConstantsSize;
   t.opaque_narrowing = q.narrowing_cast;
   t.opaque_widening = q.widening_compare;
+  t.preserve_nan = c.p12.shaderSignedZeroInfNanPreserveFloat32;
+  t.exact_division = !q.inexact_division;
   return t;
 }
 

@@ -4,8 +4,12 @@
 // left alone.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
@@ -89,6 +93,58 @@ TEST(Decompose, FloatMaxPropagatesNaN) {
         EXPECT_EQ(std::signbit(got), std::signbit(want))
             << d.name() << " max(" << a << ", " << b << ")";
       }
+}
+
+// On a target whose float32 division is not correctly rounded, the refined quotient is: every
+// pair of a grid of magnitudes and signs (with zeros, infinities, NaN, subnormals and the ends of
+// the range), and random pairs, against the host's division, bit for bit (quotients beyond
+// 2^115 within 2 ULP).
+TEST(Decompose, RefinedFloatDivisionIsCorrectlyRounded) {
+  Target inexact = kTarget;
+  inexact.exact_division = false;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {0.0f,          -0.0f,  inf,      -inf,
+                               std::nanf(""), 1e-45f, 1.1e-38f, std::numeric_limits<float>::max(),
+                               3e38f,         1e-30f};
+  for (float v : {1.0f, 3.0f, 7.0f, 100.0f, 0.1f, 1.0f / 3.0f, 2.7e10f, 5e-20f, 9.9e35f})
+    for (float sign : {1.0f, -1.0f}) values.push_back(sign * v);
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  std::vector<std::pair<float, float>> pairs;
+  for (float a : values)
+    for (float b : values) pairs.emplace_back(a, b);
+  for (int i = 0; i < 4000; ++i) {
+    // Random finite floats with exponents within 2^-60 .. 2^60.
+    auto random = [&] {
+      const uint32_t bits = (next() & 0x807fffffu) | ((67u + next() % 120u) << 23);
+      return std::bit_cast<float>(bits);
+    };
+    pairs.emplace_back(random(), random());
+  }
+  int refined = 0;
+  for (const auto& [a, b] : pairs) {
+    const UOp e = UOp::const_(dtypes::float32, a) / UOp::const_(dtypes::float32, b);
+    const UOp g = decompose(e, inexact);
+    ASSERT_NE(g, e);
+    EXPECT_EQ(decompose(e, kTarget), e);  // a correctly rounding target keeps the division
+    const float got = static_cast<float>(std::get<double>(evaluate(g)));
+    const float want = a / b;
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << a << " / " << b;
+      continue;
+    }
+    if (std::fabs(want) > 0x1p115f && !std::isinf(want)) {
+      // Beyond the split's range the first guess stays: within 2 ULP.
+      EXPECT_LE(std::fabs(got - want), 2 * (std::nextafter(std::fabs(want), inf) - std::fabs(want)))
+          << std::hexfloat << a << " / " << b << " = " << got << ", want " << want;
+      continue;
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+        << std::hexfloat << a << " / " << b << " = " << got << ", want " << want;
+    const float approx = a * (1.0f / b);
+    refined += approx != want;
+  }
+  EXPECT_GT(refined, 100);  // the pairs exercise the correction, not only the first guess
 }
 
 }  // namespace

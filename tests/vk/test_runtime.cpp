@@ -317,8 +317,10 @@ TEST_F(VulkanTest, CompileErrorsCarryGlslangsLogAndTheSource) {
     EXPECT_THAT(what, HasSubstr("ERROR:"));
     EXPECT_THAT(what, HasSubstr("   3: void main()"));  // numbered source
   }
-  // A launch shape beyond the device's limits is refused before the driver sees it.
-  EXPECT_THROW(rt->compile(glsl_program("wide", increment_source(1), 1, {true}, 1u << 30)),
+  // A launch shape beyond the device's limits is refused before the driver sees it: a workgroup
+  // of 2^30 invocations (no device allows more than a few thousand; a grid of 2^30 groups is
+  // within NVIDIA's 2^31 - 1).
+  EXPECT_THROW(rt->compile(glsl_program("wide", increment_source(1), 1, {true}, 1, 1u << 30)),
                CompileError);
 }
 
