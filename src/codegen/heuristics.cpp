@@ -14,9 +14,9 @@
 //   elementwise:  the innermost output axis by 4 when it divides, so loads and the store of a
 //                 contiguous axis become vec4 accesses (lavapipe: scalar 6.4-7 GB/s,
 //                 vec4 10.5-13.5).
-//   few outputs, long reductions (outputs < 4096, < 64 on a device that runs on the CPU, reduce
-//                 size >= 256, shared memory): GROUP, one workgroup of up to 256 lanes per output,
-//                 fewer where shared memory is short.
+//   few outputs, long reductions (outputs < 4096, or < 65536 without reuse, < 64 on a device
+//                 that runs on the CPU; reduce size >= 256, shared memory): GROUP, one workgroup
+//                 of up to 256 lanes per output, fewer where shared memory is short.
 //   other reductions: the innermost reduce axis by 4 where a load runs along it (UNROLL: vec4
 //                 loads, one accumulator) (lavapipe, sum 16M: 4.1 -> 9.6 GB/s; softmax 4096^2:
 //                 62 -> 47 ms).
@@ -107,8 +107,12 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
       opts.push_back({OptOp::UNROLL, R - 1, 4});
   };
   // A device that runs on the CPU has parallelism enough from a few workgroups and pays for
-  // every barrier: it groups only reductions to fewer outputs than that.
-  const int64_t group_below = target.cpu_device ? 64 : 4096;
+  // every barrier: it groups only reductions to fewer outputs than that. A GPU needs tens of
+  // thousands of lanes in flight: a reduction without reuse (softmax's rows, a norm) groups
+  // up to 64K outputs (H100, softmax 4096^2: 0.57 -> 0.18 ms), a matmul-like one keeps its
+  // register tiles from 4096 up.
+  const bool reused = G > 0 && has_reuse(info, info.globals.back());
+  const int64_t group_below = target.cpu_device ? 64 : reused ? 4096 : 65536;
   if (target.local_memory && prod_sizes(info.globals) < group_below &&
       prod_sizes(info.reduces) >= 256 && reductions_span_all_axes(ast)) {
     const int64_t per_lane = group_shared_bytes(ast, 1);
