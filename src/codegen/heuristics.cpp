@@ -93,8 +93,15 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   const int G = static_cast<int>(info.globals.size());
   const int64_t n = G > 0 ? range_size(info.globals.back()) : 0;
   if (info.reduces.empty()) {
-    if (n > 0 && n % 4 == 0) return {{OptOp::UPCAST, G - 1, 4}};
-    return {};
+    if (n <= 0 || n % 4 != 0) return {};
+    std::vector<Opt> opts{{OptOp::UPCAST, G - 1, 4}};
+    // A device that runs on the CPU pays for every invocation (lavapipe: a workgroup is a loop
+    // of SIMD vectors): 32 values each, in vec4s 16 lanes apart.
+    if (target.cpu_device && target.grid && (n / 4) % 128 == 0)
+      opts.insert(
+          opts.end(),
+          {{OptOp::LOCAL, G - 1, 16}, {OptOp::UPCAST, G - 1, 4}, {OptOp::UPCAST, G - 1, 2}});
+    return opts;
   }
   // The reduction by 4 where a load runs along it: vec4 loads (a matmul's A along k, a row sum).
   auto unroll_by_4 = [&](std::vector<Opt>& opts) {
@@ -103,8 +110,12 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     for (const Opt& o : opts) values *= o.amount;
     if (target.vector_floats != 4 || R == 0 || values > kMaxUpcast) return;
     if (const int64_t k = range_size(info.reduces.back());
-        k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back()))
+        k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back())) {
       opts.push_back({OptOp::UNROLL, R - 1, 4});
+      // On a device that runs on the CPU, two vec4 loads per step of a lone reduction.
+      if (target.cpu_device && opts.size() == 1 && (k / 4) % 2 == 0 && k >= 64)
+        opts.push_back({OptOp::UNROLL, R - 1, 2});
+    }
   };
   // A device that runs on the CPU has parallelism enough from a few workgroups and pays for
   // every barrier: it groups only reductions to fewer outputs than that. A GPU needs tens of
