@@ -32,11 +32,20 @@ fs::path models_dir() {
 
 class OnnxTest : public testing::DeviceTest {
  protected:
+  // Files the test writes, in a folder of this process's that TearDown removes.
   fs::path tmp(const std::string& name) const {
-    const fs::path dir =
-        fs::temp_directory_path() / ("vkgrad_onnx_test_" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    return dir / name;
+    fs::create_directories(tmp_dir());
+    return tmp_dir() / name;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(tmp_dir(), ignored);
+    testing::DeviceTest::TearDown();
+  }
+
+ private:
+  static fs::path tmp_dir() {
+    return fs::temp_directory_path() / ("vkgrad_onnx_test_" + std::to_string(getpid()));
   }
 };
 

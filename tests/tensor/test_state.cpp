@@ -12,11 +12,29 @@
 namespace vkgrad::testing {
 namespace {
 
-class StateTest : public DeviceTest {};
+// The files this process's tests wrote.
+std::vector<std::string>& written() {
+  static std::vector<std::string> paths;
+  return paths;
+}
 
 std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "vkgrad_state_" + name + ".safetensors";
+  std::string path = ::testing::TempDir() + "vkgrad_state_" + name + ".safetensors";
+  written().push_back(path);
+  return path;
 }
+
+// Removes them when the test program ends.
+class RemoveWritten : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& p : written()) std::remove(p.c_str());
+    written().clear();
+  }
+};
+const auto* const kRemoveWritten = ::testing::AddGlobalTestEnvironment(new RemoveWritten);
+
+class StateTest : public DeviceTest {};
 
 // A file of: the 8-byte little-endian `header_len` (the header's size unless given), the
 // header text, then `data`.
