@@ -46,6 +46,7 @@ Switches read_switches() {
       {"subgroup", &Switches::subgroup},
       {"update_after_bind", &Switches::update_after_bind},
       {"mapped", &Switches::mapped},
+      {"spin_wait", &Switches::spin_wait},
   };
   std::string_view rest = list;
   while (!rest.empty()) {
@@ -333,6 +334,7 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
       sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
       (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
   c.use_mapped = sw.mapped;
+  c.use_spin_wait = sw.spin_wait && c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
   c.use_subgroup_extended_types = c.f12.shaderSubgroupExtendedTypes;
   return c;
 }

@@ -26,8 +26,9 @@ struct Switches {
   bool storage8 = true, storage16 = true;
   bool push_descriptor = true, bda = true, timestamps = true, timeline = true;
   bool shared_reduce = true, update_after_bind = true, mapped = true;
-  bool grid = true;      // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
-  bool subgroup = true;  // grouped reductions fold within subgroups (subgroupAdd)
+  bool grid = true;       // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
+  bool subgroup = true;   // grouped reductions fold within subgroups (subgroupAdd)
+  bool spin_wait = true;  // a GPU's waits poll briefly before they block (Queue::wait)
 };
 // Parses VKGRAD_VK_DISABLE; throws DeviceError naming the known switches on an unknown one.
 Switches read_switches();
@@ -82,6 +83,7 @@ struct Caps {
   bool use_grid = false;
   bool use_subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
   bool use_mapped = false;
+  bool use_spin_wait = false;  // a device that is not the CPU, and the switch on
   bool use_subgroup_extended_types = false;
 };
 Caps query_caps(VkPhysicalDevice device, uint32_t instance_api, const Switches& switches);
