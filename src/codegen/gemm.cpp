@@ -29,7 +29,7 @@ Blocking blocking(const Target& t) {
   Blocking b;
   b.vector = t.vector_floats;
   b.nr = 2 * b.vector;
-  b.mr = std::max<int64_t>(1, (t.vector_registers - 8) / 2);
+  b.mr = t.gemm_rows > 0 ? t.gemm_rows : std::max<int64_t>(1, (t.vector_registers - 8) / 2);
   b.kc = std::max<int64_t>(b.vector, t.l1_bytes / (b.nr * 4));
   b.mc = std::max<int64_t>(b.mr, t.l2_bytes / 4 / (b.kc * 4));
   b.panel_floats = t.panel_bytes / 4;
@@ -108,7 +108,9 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
       M * N * K < kGemmMinWork)
     return std::nullopt;
   p.vector = b.vector;
-  p.mr = std::min(M, b.mr);
+  // The rows in even panels: 64 rows as 6 panels of 11, not 5 of 12 and one of 4 computed as 12.
+  const int64_t panels = (M + b.mr - 1) / b.mr;
+  p.mr = (M + panels - 1) / panels;
   p.nr = N < b.nr ? b.vector : b.nr;  // a narrow output (a classifier's 10 columns): one vector
   p.mc = b.mc / p.mr * p.mr;
   const int64_t k_blocks = (K + b.kc - 1) / b.kc;

@@ -22,6 +22,9 @@ struct Target {
   int64_t panel_bytes = int64_t{1} << 20;
   // The target renders a large float32 matmul-like kernel as a packed, blocked GEMM (Opt GEMM).
   bool gemm = false;
+  // Rows of the GEMM's register tile; 0: what the vector registers hold beside a few for the
+  // other operand and addresses.
+  int gemm_rows = 0;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
   bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)

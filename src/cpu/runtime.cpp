@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -209,7 +212,7 @@ class CpuRuntime final : public Runtime {
   std::unordered_map<void*, size_t> sizes_;
   size_t cached_bytes_ = 0;
 
-  const Target target_ = host_target();
+  const Target target_ = tuned_host_target();
 };
 
 // A captured list is the kernels' entry points; a replay calls them with the new buffers.
@@ -241,6 +244,24 @@ std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launche
 
 }  // namespace
 
+namespace {
+
+// The CPU family of an AMD processor (CPUID leaf 1, base plus extended family), else 0.
+int amd_family() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return 0;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+  if (!amd || __get_cpuid(1, &a, &b, &c, &d) == 0) return 0;
+  const unsigned base = (a >> 8) & 0xfu;
+  return static_cast<int>(base == 0xfu ? base + ((a >> 20) & 0xffu) : base);
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
 Target host_target() {
   Target t;
   t.language = Target::Language::c;
@@ -257,6 +278,14 @@ Target host_target() {
   // keep the loop vectorizer from vectorizing softmax's exp.
   t.native32 = {.exp2 = false, .log2 = true, .sin = true};
   t.native64 = {.exp2 = true, .log2 = true, .sin = true};
+  return t;
+}
+
+Target tuned_host_target() {
+  Target t = host_target();
+  // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
+  // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms).
+  if (amd_family() == 0x19) t.gemm_rows = 8;
   return t;
 }
 

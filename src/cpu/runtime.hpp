@@ -12,8 +12,12 @@
 namespace vkgrad::cpu {
 
 std::unique_ptr<Runtime> make_runtime();
-// What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering).
+// What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering), the
+// same on every machine (the golden tests render with it).
 Target host_target();
+// host_target() tuned for this processor (the GEMM's register tile on AMD Zen 4): what the
+// runtime renders with.
+Target tuned_host_target();
 
 // The backend "CPU": one device, the host, whatever else opens.
 Backend backend();

@@ -49,8 +49,8 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
   const float* restrict data2 = (const float*)bufs[2];
   (void)vars;
   float* restrict pack_a = (float*)bufs[3] + 0;
-  float* restrict pack_b = (float*)bufs[3] + 24576;
-  float* restrict tile_c = (float*)bufs[3] + 57344;
+  float* restrict pack_b = (float*)bufs[3] + 22528;
+  float* restrict tile_c = (float*)bufs[3] + 55296;
   const int64_t m_lo = 0, m_hi = 64;
   const int64_t n_lo = start * 32, n_hi = (end * 32 < 128 ? end * 32 : 128);
   for (int64_t jc = n_lo; jc < n_hi; jc += 128) {
@@ -72,12 +72,12 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
         }
       }
     }
-    for (int64_t ic = m_lo; ic < m_hi; ic += 96) {
-      const int64_t mc = m_hi - ic < 96 ? m_hi - ic : 96;
+    for (int64_t ic = m_lo; ic < m_hi; ic += 88) {
+      const int64_t mc = m_hi - ic < 88 ? m_hi - ic : 88;
       for (int64_t pc = 0; pc < 256; pc += 256) {
         const int64_t kc = 256 - pc < 256 ? 256 - pc : 256;
-        for (int64_t ir = 0; ir < mc; ir += 12) {
-          const int64_t mr = mc - ir < 12 ? mc - ir : 12;
+        for (int64_t ir = 0; ir < mc; ir += 11) {
+          const int64_t mr = mc - ir < 11 ? mc - ir : 11;
           float* restrict pa = pack_a + ir * kc;
           for (int64_t kk = 0; kk < kc; kk += 1) {
             const int64_t ridx2 = (pc + kk);
@@ -86,21 +86,21 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
               int64_t v3 = (gidx0 * 256ll);
               int64_t v4 = (v3 + ridx2);
               float v5 = data1[v4];
-              pa[kk * 12 + w] = v5;
+              pa[kk * 11 + w] = v5;
             }
-            for (int64_t w = mr; w < 12; w += 1) {
-              pa[kk * 12 + w] = 0.0f;
+            for (int64_t w = mr; w < 11; w += 1) {
+              pa[kk * 11 + w] = 0.0f;
             }
           }
         }
         for (int64_t jr = 0; jr < nc; jr += 32) {
-          for (int64_t ir = 0; ir < mc; ir += 12) {
+          for (int64_t ir = 0; ir < mc; ir += 11) {
             const float* restrict ap = pack_a + ir * kc;
             const float* restrict bp = pack_b + jr * 256 + pc * 32;
             float* restrict cp = tile_c + ir * 128 + jr;
-            vkg_f32x16 acc[12][2];
+            vkg_f32x16 acc[11][2];
 #pragma GCC unroll 64
-            for (int64_t i = 0; i < 12; i += 1) {
+            for (int64_t i = 0; i < 11; i += 1) {
 #pragma GCC unroll 64
               for (int64_t j = 0; j < 2; j += 1) {
                 acc[i][j] = pc == 0 ? (vkg_f32x16){0} : *(vkg_f32x16*)(cp + i * 128 + j * 16);
@@ -108,15 +108,15 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
             }
             for (int64_t kk = 0; kk < kc; kk += 1) {
 #pragma GCC unroll 64
-              for (int64_t i = 0; i < 12; i += 1) {
+              for (int64_t i = 0; i < 11; i += 1) {
 #pragma GCC unroll 64
                 for (int64_t j = 0; j < 2; j += 1) {
-                  acc[i][j] = vkg_fma16(ap[kk * 12 + i], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
+                  acc[i][j] = vkg_fma16(ap[kk * 11 + i], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
                 }
               }
             }
 #pragma GCC unroll 64
-            for (int64_t i = 0; i < 12; i += 1) {
+            for (int64_t i = 0; i < 11; i += 1) {
 #pragma GCC unroll 64
               for (int64_t j = 0; j < 2; j += 1) {
                 *(vkg_f32x16*)(cp + i * 128 + j * 16) = acc[i][j];
