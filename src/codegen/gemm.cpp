@@ -1,6 +1,7 @@
 // codegen: the GEMM plan (see gemm.hpp). The blocking follows BLIS: an mr x nr register tile
-// (nr two vectors wide; mr what the rest of the register file holds, keeping a few registers
-// for B's vectors and addresses), k blocks of kc that keep one B micro panel (kc x nr) in L1,
+// (nr two vectors wide; mr Target::gemm_rows, or what the rest of the register file holds,
+// keeping a few registers for B's vectors and addresses; the rows are then spread evenly over
+// the panels), k blocks of kc that keep one B micro panel (kc x nr) in L1,
 // A blocks of mc x kc in a quarter of L2, and B packed for all of k in blocks of up to nc
 // columns within the target's panel budget. On AVX-512 (32 registers of 16 floats, 32 KiB L1,
 // 384 KiB of L2 per block) that is a 12 x 32 tile, kc 256 and mc 96; at 2048^3 one thread took
