@@ -76,9 +76,9 @@ std::pair<UOp, UOp> split(const UOp& x) {
   return {hi, x - hi};
 }
 
-UOp refine_division(const Match& m, const Target& target) {
+UOp refine_division(const Match& m) {
   const UOp& u = m.root();
-  if (target.exact_division || u.dtype() != dtypes::float32) return {};
+  if (u.dtype() != dtypes::float32) return {};
   const UOp &a = u.src(0), &b = u.src(1);
   const UOp mag = b.lt(0.0).where(-b, b);
   const UOp scale = b.scalar_like(std::ldexp(1.0, 64))
@@ -112,6 +112,9 @@ const PatternMatcher pm_decompose({
     rule(UPat::op(Ops::MAX).dtype(DTypeClass::floats), nan_max),
 });
 
+// For targets without Target::exact_division.
+const PatternMatcher pm_refine_division({rule(UPat::op(Ops::FDIV), refine_division)});
+
 }  // namespace
 
 UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, b); }
@@ -119,10 +122,7 @@ UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, 
 UOp decompose(const UOp& kernel, const Target& target) {
   const UOp guarded = graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
   if (target.exact_division) return guarded;
-  const PatternMatcher pm_division({
-      rule(UPat::op(Ops::FDIV), [&](const Match& m) { return refine_division(m, target); }),
-  });
-  return graph_rewrite(guarded, pm_division, nullptr, {.name = "decompose division"});
+  return graph_rewrite(guarded, pm_refine_division, nullptr, {.name = "decompose division"});
 }
 
 }  // namespace vkgrad

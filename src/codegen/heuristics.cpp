@@ -138,7 +138,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
       return {{OptOp::GROUP, 0, lanes}};
   }
-  if (G == 0 || !has_reuse(info, info.globals.back())) {
+  if (!reused) {
     std::vector<Opt> opts;
     unroll_by_4(opts);
     return opts;

@@ -242,10 +242,6 @@ std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launche
   return std::make_unique<CpuGraph>(launches);
 }
 
-}  // namespace
-
-namespace {
-
 // The CPU family of an AMD processor (CPUID leaf 1, base plus extended family), else 0.
 int amd_family() {
 #if defined(__x86_64__) || defined(__i386__)
