@@ -19,6 +19,8 @@
 //                  exactly without fma (Dekker's product with Veltkamp's split):
 //                    q' = q + (a - q b) * (1 / b),   kept where it is finite and the residual
 //                  is not 0 (so an exact -0 stays -0); a quotient beyond 2^115 keeps q.
+//   REDUCE(ADD, a * b) on float32, where the target fuses multiply-adds (fuse_multiply_add):
+//                  REDUCE(MULACC, a * b), whose accumulator steps as MULACC(a, b, acc).
 // A rewritten divisor or shift amount is where(_, 1, _) or where(_, _, 0), which the rules
 // recognize as already guarded, so the rewrite reaches a fixed point.
 #include <cmath>
@@ -115,6 +117,16 @@ const PatternMatcher pm_decompose({
 // For targets without Target::exact_division.
 const PatternMatcher pm_refine_division({rule(UPat::op(Ops::FDIV), refine_division)});
 
+UOp fuse_product_sum(const Match& m) {
+  const UOp& r = m.root();
+  const UOp& body = r.src(0);
+  if (r.arg_as<Ops>() != Ops::ADD || r.dtype() != dtypes::float32 || body.op() != Ops::MUL)
+    return {};
+  return UOp::make(Ops::REDUCE, r.dtype(), {r.src().begin(), r.src().end()}, Ops::MULACC);
+}
+
+const PatternMatcher pm_fuse_multiply_add({rule(UPat::op(Ops::REDUCE), fuse_product_sum)});
+
 }  // namespace
 
 UOp float_max(const UOp& a, const UOp& b) { return (a.ne(a) | b.lt(a)).where(a, b); }
@@ -123,6 +135,11 @@ UOp decompose(const UOp& kernel, const Target& target) {
   const UOp guarded = graph_rewrite(kernel, pm_decompose, nullptr, {.name = "decompose"});
   if (target.exact_division) return guarded;
   return graph_rewrite(guarded, pm_refine_division, nullptr, {.name = "decompose division"});
+}
+
+UOp fuse_multiply_add(const UOp& kernel, const Target& target) {
+  if (!target.fused_multiply_add) return kernel;
+  return graph_rewrite(kernel, pm_fuse_multiply_add, nullptr, {.name = "fuse multiply-add"});
 }
 
 }  // namespace vkgrad

@@ -272,8 +272,13 @@ void Linearizer::emit_epilogue(int depth, std::string& out) {
 void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
   const int id = static_cast<int>(reduce_id_.size());
   reduce_id_[r.get()] = id;
-  const Ops op = r.arg_as<Ops>();
+  // A sum of products that fuse_multiply_add marked steps as MULACC(a, b, acc) and folds as a
+  // sum.
+  const bool fused = r.arg_as<Ops>() == Ops::MULACC;
+  const Ops op = fused ? Ops::ADD : r.arg_as<Ops>();
   const DType d = r.dtype();
+  const std::vector<UOp> terms =
+      fused ? std::vector<UOp>{r.src(0).src(0), r.src(0).src(1)} : std::vector<UOp>{r.src(0)};
   // Preloading targets keep one accumulator per output and walk the unroll ranges inside the
   // register nest (registers are scarce; other lanes hide the add latency).
   // regs: the upcast and unroll ranges the body's register nest walks.
@@ -307,7 +312,7 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
       inner |= uint64_t{1} << x.arg_as<AxisArg>().id;
   std::vector<UOp> pre, body;
   for (const UOp& u : needed(
-           {r.src(0)}, [&](const UOp& u) { return !in_head(u); }, false))
+           terms, [&](const UOp& u) { return !in_head(u); }, false))
     (deps(u) & inner ? body : pre).push_back(u);
   emit_nodes(pre, depth, out, head_names_);
   Names names = head_names_;
@@ -339,8 +344,11 @@ void Linearizer::emit_reduce(const UOp& r, int depth, std::string& out) {
     dep = emit_nest(nest, body, depth, out, names);
   }
   const std::string cur = acc + dims_ref(all);
-  out +=
-      fmt::format("{}{} = {};\n", indent(dep), cur, combine(op, d, cur, operand(r.src(0), names)));
+  const std::string step =
+      fused ? alu(Ops::MULACC, d, d, {operand(terms[0], names), operand(terms[1], names), cur},
+                  nullptr)
+            : combine(op, d, cur, operand(r.src(0), names));
+  out += fmt::format("{}{} = {};\n", indent(dep), cur, step);
   close(dep, depth, out);
   // Fold the unrolled accumulators.
   const std::string red = fmt::format("red{}", id);

@@ -51,6 +51,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   k = run_pass("gpu_dims", k, [&](const UOp& u) { return gpu_dims(u, target); });
   k = run_pass("group_reductions", k, [&](const UOp& u) { return group_reductions(u, target); });
   k = run_pass("simplify", k, [](const UOp& u) { return simplify(u); });
+  k = run_pass("fuse_multiply_add", k, [&](const UOp& u) { return fuse_multiply_add(u, target); });
   p.uops = toposort(k);
   p.vars = var_args(k);
   for (const UOp& u : p.uops)

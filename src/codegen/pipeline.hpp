@@ -30,6 +30,9 @@ UOp decompose_transcendentals(const UOp& kernel, const Target& target);
 // The semantics every target shares (integer division by zero, MIN / -1, shifts by the width or
 // more, max of NaN) as UOp rules, so renderers print plain operators (decompose.cpp).
 UOp decompose(const UOp& kernel, const Target& target);
+// On a target with Target::fused_multiply_add, each float32 REDUCE(ADD) of a product becomes
+// REDUCE(MULACC) of it: the accumulator steps as fma(a, b, acc) (decompose.cpp).
+UOp fuse_multiply_add(const UOp& kernel, const Target& target);
 // max(a, b) of floats as decompose writes it, NaN when either is (the printers combine MAX
 // reductions' accumulators with it too).
 UOp float_max(const UOp& a, const UOp& b);

@@ -146,6 +146,8 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
       return fmt::format("({0} > {1} ? {0} : {1})", s[0], s[1]);
     case Ops::WHERE:
       return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
+    case Ops::MULACC:  // floats only (fuse_multiply_add)
+      return fmt::format("{}({}, {}, {})", d == dtypes::float64 ? "fma" : "fmaf", s[0], s[1], s[2]);
     case Ops::EXP2:  // those the target has natively (the others were decomposed)
     case Ops::LOG2:
     case Ops::SIN:

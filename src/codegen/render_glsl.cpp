@@ -391,6 +391,8 @@ class GlslRenderer : public Linearizer {
         return bin("<");
       case Ops::WHERE:
         return fmt::format("({} ? {} : {})", s[0], s[1], s[2]);
+      case Ops::MULACC:  // floats only (fuse_multiply_add)
+        return fmt::format("fma({}, {}, {})", s[0], s[1], s[2]);
       case Ops::EXP2:  // float32, where the target has them natively
       case Ops::LOG2:
       case Ops::SIN:

@@ -72,6 +72,11 @@ struct Target {
   // exact_division: the language's float32 division is correctly rounded. Vulkan allows 2.5 ULP
   // (NVIDIA's is a reciprocal and a product); without it, decompose refines each quotient.
   bool exact_division = true;
+  // fused_multiply_add: a float32 sum of products accumulates with the language's fma, one
+  // rounding per step (a GPU issues a multiply and an add as two instructions, an fma as one).
+  // Off on the C targets, which keep every product rounded (-ffp-contract=off; their GEMM has
+  // its own fma micro-kernel).
+  bool fused_multiply_add = false;
 };
 
 }  // namespace vkgrad

@@ -47,6 +47,7 @@ Switches read_switches() {
       {"update_after_bind", &Switches::update_after_bind},
       {"mapped", &Switches::mapped},
       {"spin_wait", &Switches::spin_wait},
+      {"fma", &Switches::fma},
   };
   std::string_view rest = list;
   while (!rest.empty()) {
@@ -330,6 +331,7 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
       c.f12.descriptorBindingStorageBufferUpdateAfterBind && sw.update_after_bind;
   c.use_shared_reduce = sw.shared_reduce;
   c.use_grid = sw.grid;
+  c.use_fma = sw.fma;
   c.use_subgroup_arithmetic =
       sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
       (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
@@ -398,8 +400,9 @@ std::string describe_caps(int index, const Caps& c) {
                    state(c.features.shaderInt16, c.use_int16),
                    state(c.features.shaderInt64, c.use_int64),
                    state(c.features.shaderFloat64, c.use_fp64));
-  s += fmt::format(", NaN-preserving float32 {}",
-                   c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no");
+  s += fmt::format(", NaN-preserving float32 {}, fused multiply-add sums {}",
+                   c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no",
+                   c.use_fma ? "yes" : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format("\n  storage: 8-bit {}, 16-bit {}",
                    state(c.f12.storageBuffer8BitAccess, c.use_storage8),
                    state(c.f11.storageBuffer16BitAccess, c.use_storage16));

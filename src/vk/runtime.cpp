@@ -34,6 +34,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.float64 = c.use_fp64;
   t.local_memory = c.use_shared_reduce;
   t.grid = c.use_grid;
+  t.fused_multiply_add = c.use_fma;
   t.subgroup_arithmetic = c.use_subgroup_arithmetic;
   t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   t.subgroup_size = c.p11.subgroupSize;

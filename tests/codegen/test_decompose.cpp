@@ -13,6 +13,7 @@
 
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
+#include "scheduled.hpp"
 #include "test_glsl_tools.hpp"
 
 namespace vkgrad {
@@ -145,6 +146,34 @@ TEST(Decompose, RefinedFloatDivisionIsCorrectlyRounded) {
     refined += approx != want;
   }
   EXPECT_GT(refined, 100);  // the pairs exercise the correction, not only the first guess
+}
+
+// Only float32 sums of products fuse, and only on a target that says so; the printed kernel
+// steps its accumulators with fma and folds them as a sum.
+TEST(Decompose, ProductSumsFuseIntoMultiplyAddsWhereTheTargetSaysSo) {
+  auto reduce_args = [](const UOp& k) {
+    std::vector<Ops> out;
+    for (const UOp& u : toposort(k))
+      if (u.op() == Ops::REDUCE) out.push_back(u.arg_as<Ops>());
+    return out;
+  };
+  Target fused = kTarget, plain = kTarget;
+  fused.fused_multiply_add = true;
+  plain.fused_multiply_add = false;
+  const UOp matmul = scheduled_kernel(input({16, 32}).matmul(input({32, 8})));
+  EXPECT_EQ(reduce_args(fuse_multiply_add(matmul, fused)), std::vector<Ops>{Ops::MULACC});
+  EXPECT_EQ(fuse_multiply_add(matmul, plain), matmul);
+  const std::pair<const char*, Tensor> others[] = {
+      {"a sum", input({16, 32}).sum(1)},
+      {"a max of products", (input({16, 32}) * input({16, 32})).max(1)},
+      {"a float64 sum of products", (input({16, 32}).cast(dtypes::float64) * 2.0).sum(1)}};
+  for (const auto& [what, t] : others)
+    EXPECT_NE(reduce_args(fuse_multiply_add(scheduled_kernel(t), fused)),
+              std::vector<Ops>{Ops::MULACC})
+        << what;
+  const std::string src = codegen(matmul, {}, fused).source;
+  EXPECT_NE(src.find("fma("), std::string::npos) << src;
+  EXPECT_EQ(codegen(matmul, {}, plain).source.find("fma("), std::string::npos);
 }
 
 }  // namespace

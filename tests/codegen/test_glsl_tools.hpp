@@ -31,6 +31,7 @@ inline Target full_target() {
   for (uint32_t& n : t.max_workgroup_size) n = 1024;
   t.max_shared_bytes = 32768;
   t.max_push_bytes = 128;
+  t.fused_multiply_add = true;
   return t;
 }
 

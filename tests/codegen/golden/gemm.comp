@@ -71,8 +71,7 @@ void main() {
           [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
             int v15 = (uidx7 * 32);
             int v16 = (v14 + v15);
-            precise float v17 = (ld0[uidx3][uidx7] * ld1[uidx5][uidx7][uidx6]);
-            acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v17);
+            acc0[uidx3][uidx5][uidx6] = fma(ld0[uidx3][uidx7], ld1[uidx5][uidx7][uidx6], acc0[uidx3][uidx5][uidx6]);
           }
         }
       }
@@ -88,17 +87,17 @@ void main() {
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    int v18 = (uidx3 * 32);
-    int v19 = (v2 + v18);
+    int v17 = (uidx3 * 32);
+    int v18 = (v2 + v17);
     [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-      int v20 = (v19 + uidx5);
-      vec4 v21;
+      int v19 = (v18 + uidx5);
+      vec4 v20;
       [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-        bool v22 = (red0[uidx3][uidx5][uidx6] < 0.0);
-        precise float v23 = (v22 ? 0.0 : red0[uidx3][uidx5][uidx6]);
-        v21[uidx6] = v23;
+        bool v21 = (red0[uidx3][uidx5][uidx6] < 0.0);
+        precise float v22 = (v21 ? 0.0 : red0[uidx3][uidx5][uidx6]);
+        v20[uidx6] = v22;
       }
-      data0_v4[v20] = v21;
+      data0_v4[v19] = v20;
     }
   }
 }

@@ -66,8 +66,7 @@ void main() {
           [[unroll]] for (int uidx7 = 0; uidx7 < 4; uidx7++) {
             int v11 = (uidx7 * 4);
             int v12 = (v10 + v11);
-            precise float v13 = (ld0[uidx3][uidx7] * ld1[uidx5][uidx7][uidx6]);
-            acc0[uidx3][uidx5][uidx6] = (acc0[uidx3][uidx5][uidx6] + v13);
+            acc0[uidx3][uidx5][uidx6] = fma(ld0[uidx3][uidx7], ld1[uidx5][uidx7][uidx6], acc0[uidx3][uidx5][uidx6]);
           }
         }
       }
@@ -83,15 +82,15 @@ void main() {
     }
   }
   [[unroll]] for (int uidx3 = 0; uidx3 < 8; uidx3++) {
-    int v14 = (uidx3 * 4);
-    int v15 = (v0 + v14);
+    int v13 = (uidx3 * 4);
+    int v14 = (v0 + v13);
     [[unroll]] for (int uidx5 = 0; uidx5 < 2; uidx5++) {
-      int v16 = (v15 + uidx5);
-      vec4 v17;
+      int v15 = (v14 + uidx5);
+      vec4 v16;
       [[unroll]] for (int uidx6 = 0; uidx6 < 4; uidx6++) {
-        v17[uidx6] = red0[uidx3][uidx5][uidx6];
+        v16[uidx6] = red0[uidx3][uidx5][uidx6];
       }
-      data0_v4[v16] = v17;
+      data0_v4[v15] = v16;
     }
   }
 }

@@ -97,8 +97,7 @@ void main() {
     precise float v37 = (v24 * v36);
     precise float v38 = (v37 + 1.0);
     precise float v39 = (v21 * v38);
-    precise float v40 = (v18 * v39);
-    acc0 = (acc0 + v40);
+    acc0 = fma(v18, v39, acc0);
   }
   precise float red0;
   red0 = 0.0;
