@@ -25,7 +25,9 @@
 //                 its largest divisor up to 8, and another output axis by 8 or 4, one that the
 //                 loads along the innermost axis ignore where there is one (a matmul's rows, a
 //                 conv's output channels, not its output rows: every load then feeds 8
-//                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31); the
+//                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31), on a
+//                 GPU no larger than leaves it Target::min_invocations invocations (a
+//                 convolution) or a sixteenth of that (a plain matmul, a short reduction); the
 //                 reduction by 4 as above (a matmul's A along k: 0.75 -> 1.0x the hand-written
 //                 8x8 shader); then LOCAL lanes along the axes the other operand's loads ignore,
 //                 so that its loads are uniform per workgroup (the grid's coordinates).
@@ -151,20 +153,34 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     opts.push_back({OptOp::UPCAST, g, f});
     left[static_cast<size_t>(g)] /= f;
   };
-  if (n > 0 && n % 4 == 0) {
+  // A GPU must keep its cores busy: the register tile holds at most the values that leave
+  // Target::min_invocations invocations for a convolution-like kernel (several reduce axes, or
+  // several output axes and a reduction of 128 or more: an NCHW 1 x 1 conv), a sixteenth of that
+  // for a plain matmul or a short reduction, whose operand reuse counts for more. H100, against
+  // the full 8 x 8 tiles: ResNet-18 4.9 -> 1.9 ms, ResNet-50 8.3 -> 3.3, the BERT-style encoder
+  // 1.47 -> 1.0 (its 32K-output matmuls keep 8 values per invocation; with one they take 1.8x
+  // as long); the 7 x 7 x 512 convs had 448 invocations of 8 x 7 outputs, leaving 118 of 132
+  // multiprocessors idle.
+  const int64_t outputs = prod_sizes(info.globals);
+  const bool conv_like = info.reduces.size() > 1 || (G > 2 && prod_sizes(info.reduces) >= 128);
+  const int64_t fill = conv_like ? target.min_invocations : target.min_invocations / 16;
+  int64_t tile = kMaxUpcast;
+  if (fill > 0 && outputs > 0) tile = std::max<int64_t>(1, outputs / fill);
+  if (n > 0 && n % 4 == 0 && tile >= 4) {
     upcast(G - 1, 4);
-    if (n % 8 == 0) upcast(G - 1, 2);
-  } else if (int64_t f = std::min<int64_t>(n, 8); n > 0) {
+    if (n % 8 == 0 && tile >= 8) upcast(G - 1, 2);
+  } else if (int64_t f = std::min<int64_t>({n, 8, tile}); n > 0) {
     // No vec4 access: the largest divisor up to 8 (a late ResNet stage's 7 or 14 columns by 7),
     // still a register tile.
     while (f > 2 && n % f != 0) --f;
     if (f > 2) upcast(G - 1, f);
   }
+  tile /= n > 0 ? range_size(last) / left.back() : 1;
   // The second axis: preferably one that the loads along the innermost axis ignore (a conv's
   // output channels, a matmul's rows), so that both operands are reused; else any with reuse.
   auto factor = [&](int g) {
     const int64_t m = range_size(info.globals[g]);
-    return m <= 0 ? 1 : m % 8 == 0 ? 8 : m % 4 == 0 ? 4 : 1;
+    return m <= 0 ? 1 : m % 8 == 0 && tile >= 8 ? 8 : m % 4 == 0 && tile >= 4 ? 4 : 1;
   };
   int second = -1;
   for (int g = G - 2; g >= 0 && second < 0; --g)

@@ -36,6 +36,9 @@ struct Target {
   // subgroupAdd in compute shaders: a grouped 32-bit sum folds within each subgroup, then the
   // subgroups' partial sums in shared memory (one barrier instead of a tree of them).
   bool subgroup_arithmetic = false;
+  // Invocations a launch needs to keep every core busy (a GPU's multiprocessors times the
+  // subgroups each needs in flight); register tiles shrink below that. 0: no minimum.
+  int64_t min_invocations = 0;
   uint32_t max_workgroup_invocations = 1;
   uint32_t max_workgroup_size[3] = {1, 1, 1};  // per dimension (x, y, z)
   uint32_t max_group_count[3] = {1, 1, 1};

@@ -35,8 +35,12 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.local_memory = c.use_shared_reduce;
   t.grid = c.use_grid;
   t.fused_multiply_add = c.use_fma;
+  t.fused_multiply_add = c.use_fma;
   t.subgroup_arithmetic = c.use_subgroup_arithmetic;
   t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  // A GPU wants tens of thousands of invocations in flight (measured on an H100; see
+  // heuristics.cpp); a device that runs on the CPU is busy with a few workgroups.
+  t.min_invocations = t.cpu_device ? 0 : 65536;
   t.subgroup_size = c.p11.subgroupSize;
   for (int i = 0; i < 3; ++i) {
     t.max_group_count[i] = l.maxComputeWorkGroupCount[i];

@@ -149,8 +149,20 @@ TEST(Opt, HeuristicsPerTarget) {
                                                               {OptOp::UPCAST, 3, 2},
                                                               {OptOp::UPCAST, 1, 8},
                                                               {OptOp::LOCAL, 2, 16}}));
+  // A GPU that wants 65536 invocations in flight: the late conv's 1568 outputs get one
+  // invocation each, a 256 x 256 matmul (a sixteenth of that: operand reuse counts for more)
+  // keeps 8 columns per invocation, the 16 x 16 conv's 4096 outputs keep nothing.
+  Target big_gpu = gpu;
+  big_gpu.min_invocations = 65536;
+  const UOp mm256 = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
+  EXPECT_EQ(heuristic_opts(late, big_gpu), std::vector<Opt>{});
+  EXPECT_EQ(heuristic_opts(conv, big_gpu), std::vector<Opt>{});
+  EXPECT_EQ(heuristic_opts(mm256, big_gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
+                                                              {OptOp::UPCAST, 1, 2},
+                                                              {OptOp::UNROLL, 0, 4},
+                                                              {OptOp::LOCAL, 1, 32}}));
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, ew, conv, late}) {
+  for (const UOp& k : {mm, big, rows, ew, conv, late, mm256}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
   }
