@@ -54,6 +54,30 @@ UOp rows_in_place(const UOp& a, const std::vector<UOp>& k) {
   return rest;
 }
 
+// B's window (GemmWindow) where b slides along its two n ranges with the last two k ranges: b
+// with y -> y + ky, x -> x + kx, ky = kx = 0 simplifies to b itself.
+std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
+  if (p.n.size() != 2 || p.k.size() < 2) return std::nullopt;
+  const UOp &y = p.n[0], &x = p.n[1], &ky = p.k[p.k.size() - 2], &kx = p.k.back();
+  if (range_size(ky) * range_size(kx) < 4) return std::nullopt;  // little to gain
+  const UOp zero = UOp::const_(dtypes::index, int64_t{0});
+  const UOp b = simplify(p.b);
+  if (simplify(substitute(b, {{y, y + ky}, {x, x + kx}, {ky, zero}, {kx, zero}})) != b)
+    return std::nullopt;
+  GemmWindow w;
+  w.rows = range_size(y) + range_size(ky) - 1;
+  w.cols = range_size(x) + range_size(kx) - 1;
+  // The copy's own ranges, so that simplify knows how far they reach (y < H would be dropped
+  // from a pad's mask that y + ky < H + 1 needs).
+  w.y = UOp::range(w.rows, next_id, AxisType::global);
+  w.x = UOp::range(w.cols, next_id + 1, AxisType::global);
+  w.value = simplify(substitute(b, {{y, w.y}, {x, w.x}, {ky, zero}, {kx, zero}}));
+  w.rest.assign(p.k.begin(), p.k.end() - 2);
+  w.ky = ky, w.kx = kx;
+  w.plane = prod_sizes(w.rest) * w.rows * w.cols;
+  return w;
+}
+
 }  // namespace
 
 std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
@@ -102,12 +126,19 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
                                    : p.batch)
         .push_back(info.globals[i]);
   if (owner[n_last] == 1) std::swap(p.a, p.b);
-  const int64_t M = prod_sizes(p.m), N = prod_sizes(p.n), K = prod_sizes(p.k);
+  const int64_t M = prod_sizes(p.m), K = prod_sizes(p.k);
+  int64_t N = prod_sizes(p.n);
   const Blocking b = blocking(target);
   // B is packed for all of k at once: at least one strip of nr columns must fit the budget.
   if (M < 4 || N < 8 || K * b.nr > b.panel_floats || M * N > (int64_t{1} << 40) / K ||
       M * N * K < kGemmMinWork)
     return std::nullopt;
+  // A window copy instead of packed B where it fits the same budget; the columns then run over
+  // the copy's rows (y * cols + x).
+  if (auto w = find_window(p, info.next_id); w && w->plane <= b.panel_floats) {
+    p.window = std::move(w);
+    N = range_size(p.n[0]) * p.window->cols;
+  }
   p.vector = b.vector;
   // The rows in even panels: 64 rows as 6 panels of 11, not 5 of 12 and one of 4 computed as 12.
   const int64_t panels = (M + b.mr - 1) / b.mr;
@@ -131,7 +162,14 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   p.scratch_a = 0;
   p.scratch_b = p.scratch_a + part(p.mc * p.kc);
-  p.scratch_c = p.scratch_b + part(K * p.nc);
+  int64_t b_floats = K * p.nc;
+  if (p.window) {
+    // The copy, then zeros for the last strip's reach past it (a column at most cols - 1 past
+    // the plane, plus a strip), then the offsets.
+    p.window->floats = part(p.window->plane + p.window->cols + p.nr);
+    b_floats = p.window->floats + K;
+  }
+  p.scratch_c = p.scratch_b + part(b_floats);
   p.scratch_floats = p.scratch_c + part(p.mc * p.nc);
   return p;
 }

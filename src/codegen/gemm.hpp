@@ -17,6 +17,25 @@
 namespace vkgrad {
 
 enum class GemmSplit { rows, columns, batch };  // what the threads split
+
+// B read from a copy of its input instead of packed, for a stride-1 convolution: b depends on
+// the output rows y and columns x (the two n ranges) and on two k ranges ky and kx only through
+// y + ky and x + kx. Each thread evaluates `value` (b at ky = kx = 0, y and x extended) once per
+// element of a rows x cols plane (y + ky over [0, rows), x + kx over [0, cols)) for each value of
+// the other k ranges, and the columns run over y * cols + x with x in [0, cols): B[k][n] is then
+// copy[offset(k) + n], contiguous along n, so the micro kernel loads it where it lies. The
+// copy holds each input element once where packing held it ky * kx times; cols - W of every
+// row's columns are computed and dropped.
+struct GemmWindow {
+  UOp value;
+  std::vector<UOp> rest;  // the other k ranges (a convolution's input channels)
+  UOp ky, kx;
+  UOp y, x;  // value's ranges over the copy's rows and columns
+  int64_t rows = 0, cols = 0;
+  int64_t plane = 0;   // rest x rows x cols floats, then zeros for the last strip's overreach
+  int64_t floats = 0;  // the copy with its zeros, rounded to 16
+};
+
 struct GemmPlan {
   UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
   UOp a, b;                // the operands
@@ -37,7 +56,9 @@ struct GemmPlan {
   // weights at 7 x 7 outputs: packing them would be most of the work), its index at k = 0, a
   // function of the m and batch ranges; else null.
   UOp a_rows;
-  // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B, the C tile.
+  std::optional<GemmWindow> window;
+  // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B (or B's window
+  // copy and then its int32 offset per k), the C tile.
   int64_t scratch_a = 0, scratch_b = 0, scratch_c = 0, scratch_floats = 0;
 };
 

@@ -109,6 +109,14 @@ class Linearizer {
   // also through the bodies of REDUCEs.
   template <class Keep>
   std::vector<UOp> needed(const std::vector<UOp>& roots, Keep keep, bool into_reduces) const;
+  // Nodes printed where they are used, never computed into a variable. The kernel's own store is
+  // the epilogue's; a store to shared memory is a statement among the nodes.
+  static bool is_inline(const UOp& u) {
+    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
+           u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL ||
+           u.op() == Ops::DEFINE_LOCAL || u.op() == Ops::INDEX || u.op() == Ops::SINK ||
+           (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL);
+  }
   uint64_t deps(const UOp& u) const { return deps_.at(u.get()); }
   // Accumulator dims: the upcast ranges the result depends on, then the reduce's unroll ranges.
   std::vector<UOp> acc_dims(const UOp& r, bool with_unroll) const;
@@ -145,14 +153,6 @@ std::vector<UOp> Linearizer::needed(const std::vector<UOp>& roots, Keep keep,
     if (u.op() == Ops::SPECIAL) continue;  // its size is the launch's, not the kernel's to compute
     for (const UOp& s : u.src()) stack.push_back(s);
   }
-  // The kernel's own store is the epilogue's; a store to shared memory is a statement among the
-  // nodes.
-  auto is_inline = [](const UOp& u) {
-    return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
-           u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL ||
-           u.op() == Ops::DEFINE_LOCAL || u.op() == Ops::INDEX || u.op() == Ops::SINK ||
-           (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL);
-  };
   std::vector<UOp> out;
   for (const UOp& u : topo_)
     if (seen.count(u.get()) && !is_inline(u) && keep(u)) out.push_back(u);

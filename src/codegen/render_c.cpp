@@ -42,6 +42,7 @@ const std::string& prelude() {
 // aligned to the vector's size.
 std::string gemm_prelude(int64_t v) {
   return fmt::format(R"(typedef float vkg_f32x{0} __attribute__((vector_size({1})));
+typedef float vkg_f32x{0}u __attribute__((vector_size({1}), aligned(4)));
 static inline vkg_f32x{0} vkg_fma{0}(float a, vkg_f32x{0} b, vkg_f32x{0} c) {{
   vkg_f32x{0} r;
 #pragma GCC unroll {0}
@@ -305,7 +306,9 @@ class CRenderer : public Linearizer {
       for (const UOp& r : ranges) n *= range_size(r);
       return n;
     };
-    const int64_t M = size(p.m), N = size(p.n), K = size(p.k);
+    const GemmWindow* win = p.window ? &*p.window : nullptr;
+    const int64_t M = size(p.m), K = size(p.k);
+    const int64_t N = win ? range_size(p.n[0]) * win->cols : size(p.n);
     // Declares `ranges` from their flattened index `flat` (the innermost varies fastest).
     auto bind = [&](const std::vector<UOp>& ranges, const std::string& flat) {
       std::string decl;
@@ -338,6 +341,19 @@ class CRenderer : public Linearizer {
     line(1, fmt::format("const int64_t n_lo = {}, n_hi = {};", by_columns ? lo : "0",
                         by_columns ? hi : std::to_string(N)));
     int depth = 1;
+    if (win) {
+      // B's window: each k's offset into the copy (the rest of k's planes, then ky rows and kx
+      // columns in).
+      line(1, fmt::format("int32_t* restrict offs = (int32_t*)(pack_b + {});", win->floats));
+      line(1, fmt::format("for (int64_t kk = 0; kk < {}; kk++) {{", K));
+      line(2, bind(p.k, "kk"));
+      std::string rest = "0";
+      for (const UOp& r : win->rest)
+        rest = fmt::format("({}) * {} + {}", rest, range_size(r), name_of(r));
+      line(2, fmt::format("offs[kk] = (int32_t)(({}) * {} + {} * {} + {});", rest,
+                          win->rows * win->cols, name_of(win->ky), win->cols, name_of(win->kx)));
+      line(1, "}");
+    }
     for (const UOp& b : p.batch) {
       const bool split = b == p.batch[0] && p.split == GemmSplit::batch;
       line(depth++,
@@ -425,13 +441,37 @@ class CRenderer : public Linearizer {
       close_to(base);
     };
 
+    if (win) {
+      // The window copy of this batch element: every plane of the rest of k, rows x cols, then
+      // zeros.
+      const int base = depth;
+      const int64_t R = size(win->rest);
+      open("r", "0", std::to_string(R));
+      if (!win->rest.empty()) line(depth, bind(win->rest, "r"));
+      open(name_of(win->y), "0", std::to_string(win->rows));
+      out += kVectorize;
+      open(name_of(win->x), "0", std::to_string(win->cols));
+      Names names;
+      std::vector<UOp> nodes;
+      for (const UOp& u : toposort(win->value))
+        if (!is_inline(u)) nodes.push_back(u);
+      emit_nodes(nodes, depth, out, names);
+      line(depth, fmt::format("pack_b[(r * {} + {}) * {} + {}] = {};", win->rows, name_of(win->y),
+                              win->cols, name_of(win->x), operand(win->value, names)));
+      close_to(base);
+      open("z", std::to_string(win->plane), std::to_string(win->floats));
+      line(depth, "pack_b[z] = 0.0f;");
+      close_to(base);
+    }
     open("jc", "n_lo", "n_hi", std::to_string(p.nc));
     clamp("nc", "n_hi - jc", p.nc);
-    open("jr", "0", "nc", std::to_string(p.nr));
-    clamp("nr", "nc - jr", p.nr);
-    line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
-    pack(p.b, "pb", p.nr, "nr", std::to_string(K), p.n, "jc + jr + w", bind(p.k, "kk"));
-    close_to(depth - 1);
+    if (!win) {
+      open("jr", "0", "nc", std::to_string(p.nr));
+      clamp("nr", "nc - jr", p.nr);
+      line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
+      pack(p.b, "pb", p.nr, "nr", std::to_string(K), p.n, "jc + jr + w", bind(p.k, "kk"));
+      close_to(depth - 1);
+    }
     open("ic", "m_lo", "m_hi", std::to_string(p.mc));
     clamp("mc", "m_hi - ic", p.mc);
     const int ic_depth = depth;
@@ -470,7 +510,10 @@ class CRenderer : public Linearizer {
     } else {
       line(depth, "const float* restrict ap = pack_a + ir * kc;");
     }
-    line(depth, fmt::format("const float* restrict bp = pack_b + jr * {} + pc * {};", K, p.nr));
+    if (win)
+      line(depth, "const float* restrict bp = pack_b + jc + jr;");
+    else
+      line(depth, fmt::format("const float* restrict bp = pack_b + jr * {} + pc * {};", K, p.nr));
     line(depth, fmt::format("float* restrict cp = tile_c + ir * {} + jr;", p.nc));
     line(depth, fmt::format("{} acc[{}][{}];", vec_t, p.mr, vecs));
     const int tile_depth = depth;
@@ -484,10 +527,12 @@ class CRenderer : public Linearizer {
     close_to(tile_depth);
     open("kk", "0", "kc");
     tile_loops();
-    line(depth, fmt::format("acc[i][j] = vkg_fma{0}({1}, *(const {2}*)(bp + kk * {3} + j * {0}), "
-                            "acc[i][j]);",
-                            V, p.a_rows ? "ar[i][kk]" : fmt::format("ap[kk * {} + i]", p.mr), vec_t,
-                            p.nr));
+    // B's vector: packed (aligned), or in the window copy at k's offset (unaligned).
+    const std::string b_vec =
+        win ? fmt::format("*(const {}u*)(bp + offs[pc + kk] + j * {})", vec_t, V)
+            : fmt::format("*(const {}*)(bp + kk * {} + j * {})", vec_t, p.nr, V);
+    line(depth, fmt::format("acc[i][j] = vkg_fma{}({}, {}, acc[i][j]);", V,
+                            p.a_rows ? "ar[i][kk]" : fmt::format("ap[kk * {} + i]", p.mr), b_vec));
     close_to(tile_depth);
     tile_loops();
     line(depth, fmt::format("{} = acc[i][j];", c_vec));
@@ -495,7 +540,14 @@ class CRenderer : public Linearizer {
     // The epilogue of the block.
     open("i", "0", "mc");
     open("j", "0", "nc");
-    line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
+    if (win) {  // the window's columns: y * cols + x, those with x past the output's dropped
+      line(depth, bind(p.m, "ic + i") +
+                      fmt::format(" const int64_t {0} = (jc + j) / {2}, {1} = (jc + j) % {2};",
+                                  name_of(p.n[0]), name_of(p.n[1]), win->cols));
+      line(depth++, fmt::format("if ({} < {}) {{", name_of(p.n[1]), range_size(p.n[1])));
+    } else {
+      line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
+    }
     line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
     Names names{{p.reduce.get(), "red"}};
     const UOp& st = ast_.src(0);

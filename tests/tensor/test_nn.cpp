@@ -299,6 +299,22 @@ TEST_P(NnTest, Conv2dGemmSizedWithPadding) {
   expect_conv2d(cases, 190, dev());
 }
 
+TEST_P(NnTest, Conv2dGemmSizedStrideOneWindows) {
+  // Stride-1 convolutions the CPU's GEMM reads from a padded copy of the input (one plane per
+  // input channel, rows x cols = the output's plus the kernel's minus 1) instead of packing the
+  // im2col: valid and padded, a 3 x 5 kernel on a wide input, a single input channel, padding
+  // wider than the kernel needs, a batch the threads split, bias.
+  if (dev() != "CPU") GTEST_SKIP() << "the packed GEMM is the CPU's";
+  const ConvCase cases[] = {
+      {{1, 8, 30, 30}, {32, 8, 3, 3}, 1, 0, 1, 1, false},
+      {{1, 6, 17, 41}, {24, 6, 3, 5}, 1, {1, 2}, 1, 1, true},
+      {{1, 1, 64, 40}, {32, 1, 5, 5}, 1, 2, 1, 1, false},
+      {{1, 8, 20, 20}, {16, 8, 3, 3}, 1, 3, 1, 1, true},
+      {{8, 4, 18, 18}, {16, 4, 3, 3}, 1, 1, 1, 1, false},
+  };
+  expect_conv2d(cases, 195, dev());
+}
+
 TEST_P(NnTest, Conv2dFusedEpilogues) {
   // A ResNet stem and a downsampling block as a network builds them: conv, per-channel scale
   // and shift (BatchNorm in eval mode), an activation, a max-pool with padding, a residual add

@@ -37,6 +37,7 @@ VKG_FN VKG_U32 vkg_f2bf(float f) {
   return u >> 16;
 }
 typedef float vkg_f32x16 __attribute__((vector_size(64)));
+typedef float vkg_f32x16u __attribute__((vector_size(64), aligned(4)));
 static inline vkg_f32x16 vkg_fma16(float a, vkg_f32x16 b, vkg_f32x16 c) {
   vkg_f32x16 r;
 #pragma GCC unroll 16

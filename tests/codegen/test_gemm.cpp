@@ -1,0 +1,44 @@
+// tests/codegen: the CPU GEMM's plan for convolutions — which read B from a window copy of the
+// input (stride 1, any padding and kernel shape) and which pack it (strides, dilations, 1 x 1).
+#include <gtest/gtest.h>
+
+#include "codegen/gemm.hpp"
+#include "cpu/runtime.hpp"
+#include "scheduled.hpp"
+
+namespace vkgrad {
+namespace {
+
+std::optional<GemmPlan> conv_plan(const Shape& x, const Shape& w, Int2 stride, Int2 padding,
+                                  Int2 dilation) {
+  return plan_gemm(scheduled_kernel(input(x).conv2d(input(w), {}, stride, padding, dilation)),
+                   cpu::host_target());
+}
+
+TEST(Gemm, StrideOneConvolutionsReadAWindowCopy) {
+  const auto padded = conv_plan({1, 16, 30, 30}, {32, 16, 3, 3}, 1, 1, 1);
+  ASSERT_TRUE(padded && padded->window);
+  // The copy: the output's 30 x 30 plus the kernel's 3 - 1 in each direction, per channel.
+  EXPECT_EQ(padded->window->rows, 32);
+  EXPECT_EQ(padded->window->cols, 32);
+  EXPECT_EQ(padded->window->plane, 16 * 32 * 32);
+  EXPECT_EQ(padded->window->rest.size(), 1u);
+  // The columns run over the copy's: 30 rows of 32.
+  EXPECT_EQ(padded->share, 30 * 32);
+  const auto wide = conv_plan({1, 8, 17, 41}, {24, 8, 3, 5}, 1, {1, 2}, 1);
+  ASSERT_TRUE(wide && wide->window);
+  EXPECT_EQ(wide->window->rows, 17 + 2);
+  EXPECT_EQ(wide->window->cols, 41 + 4);
+}
+
+TEST(Gemm, StridedDilatedAndPointwiseConvolutionsPackB) {
+  for (const auto& plan : {conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 2, 1, 1),
+                           conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 1, 2, 2),
+                           conv_plan({1, 64, 30, 30}, {64, 64, 1, 1}, 1, 0, 1)}) {
+    ASSERT_TRUE(plan);
+    EXPECT_FALSE(plan->window);
+  }
+}
+
+}  // namespace
+}  // namespace vkgrad
