@@ -448,7 +448,13 @@ class CRenderer : public Linearizer {
       const int64_t R = size(win->rest);
       open("r", "0", std::to_string(R));
       if (!win->rest.empty()) line(depth, bind(win->rest, "r"));
-      open(name_of(win->y), "0", std::to_string(win->rows));
+      // A thread splitting the columns copies only the rows its columns reach.
+      const bool by_cols = p.split == GemmSplit::columns;
+      if (by_cols)
+        line(depth, fmt::format("const int64_t y_lo = n_lo / {0}, y_end = (n_hi - 1) / {0} + {1}, "
+                                "y_hi = y_end < {2} ? y_end : {2};",
+                                win->cols, win->rows - range_size(p.n[0]) + 1, win->rows));
+      open(name_of(win->y), by_cols ? "y_lo" : "0", by_cols ? "y_hi" : std::to_string(win->rows));
       out += kVectorize;
       open(name_of(win->x), "0", std::to_string(win->cols));
       Names names;
@@ -539,13 +545,21 @@ class CRenderer : public Linearizer {
     close_to(ic_depth);
     // The epilogue of the block.
     open("i", "0", "mc");
-    open("j", "0", "nc");
-    if (win) {  // the window's columns: y * cols + x, those with x past the output's dropped
-      line(depth, bind(p.m, "ic + i") +
-                      fmt::format(" const int64_t {0} = (jc + j) / {2}, {1} = (jc + j) % {2};",
-                                  name_of(p.n[0]), name_of(p.n[1]), win->cols));
-      line(depth++, fmt::format("if ({} < {}) {{", name_of(p.n[1]), range_size(p.n[1])));
+    if (win) {
+      // The window's columns y * cols + x, a row at a time: x up to the output's width (the
+      // rest of the row is dropped) or the block's end.
+      line(depth, bind(p.m, "ic + i"));
+      const std::string y = name_of(p.n[0]), x = name_of(p.n[1]);
+      line(depth++, fmt::format("for (int64_t n0 = jc; n0 < jc + nc; n0 = (n0 / {0} + 1) * {0}) {{",
+                                win->cols));
+      line(depth, fmt::format("const int64_t {0} = n0 / {1}, x0 = n0 % {1}, x1 = x0 + jc + nc - n0 "
+                              "< {2} ? x0 + jc + nc - n0 : {2};",
+                              y, win->cols, range_size(p.n[1])));
+      out += kVectorize;
+      open(x, "x0", "x1");
+      line(depth, fmt::format("const int64_t j = {} * {} + {} - jc;", y, win->cols, x));
     } else {
+      open("j", "0", "nc");
       line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
     }
     line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
