@@ -4,8 +4,9 @@
 //
 //   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
 // a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are evaluated
-// once per element while packing, so transposed and fused operands cost no more; m, n and k may
-// each be several ranges flattened into one, as a convolution's channels and window.
+// once per element while packing (a stride-1 convolution's b once per input element: GemmWindow),
+// so transposed and fused operands cost no more; m, n and k may each be several ranges flattened
+// into one, as a convolution's channels and window.
 #pragma once
 
 #include <optional>
