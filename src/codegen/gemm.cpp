@@ -9,9 +9,11 @@
 #include "codegen/gemm.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "codegen/linearize.hpp"
 #include "codegen/ranges.hpp"
+#include "ir/interp.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
@@ -54,27 +56,79 @@ UOp rows_in_place(const UOp& a, const std::vector<UOp>& k) {
   return rest;
 }
 
-// B's window (GemmWindow) where b slides along its two n ranges with the last two k ranges: b
-// with y -> y + ky, x -> x + kx, ky = kx = 0 simplifies to b itself.
+// Whether b reads its input at s * out + tap and nowhere else along out and tap, over out's and
+// tap's ranges. The scheduler's simplify has rewritten b's masks with their ranges' bounds (a
+// pad's 2 * y + ky < 1 became y + ky < 1, true at the same points but no longer a function of
+// 2 * y + ky), so each comparison that mentions out or tap is checked at every point of the two
+// ranges (it must mention no other range, and agree wherever s * out + tap does); the rest of b,
+// with those comparisons held fixed, must come back unchanged when out steps by 1 and tap by -s.
+bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s) {
+  const int64_t n_out = range_size(out), n_tap = range_size(tap);
+  std::unordered_map<UOp, UOp, UOpHash> fixed;
+  for (const UOp& u : toposort(b)) {
+    if (!is_comparison(u.op()) || !(mentions(u, out) || mentions(u, tap))) continue;
+    for (const UOp& r : toposort(u))
+      if (r.op() == Ops::RANGE && r != out && r != tap) return false;
+    std::unordered_map<int64_t, ConstValue> at;  // by s * out + tap
+    for (int64_t o = 0; o < n_out; ++o)
+      for (int64_t t = 0; t < n_tap; ++t) {
+        InterpEnv env;
+        env.ranges = {{out.arg_as<AxisArg>().id, o}, {tap.arg_as<AxisArg>().id, t}};
+        const ConstValue v = evaluate(u, env);
+        if (auto [it, fresh] = at.emplace(s * o + t, v); !fresh && it->second != v) return false;
+      }
+    fixed.emplace(u, UOp::make(Ops::NOOP, u.dtype(), {}, static_cast<int64_t>(fixed.size())));
+  }
+  const UOp held = substitute(b, fixed);
+  return simplify(substitute(held, {{out, out + 1}, {tap, tap - s}})) == simplify(held);
+}
+
+// B's window (GemmWindow) where b slides along its two n ranges with the last two k ranges.
 std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
   if (p.n.size() != 2 || p.k.size() < 2) return std::nullopt;
   const UOp &y = p.n[0], &x = p.n[1], &ky = p.k[p.k.size() - 2], &kx = p.k.back();
-  if (range_size(ky) * range_size(kx) < 4) return std::nullopt;  // little to gain
-  const UOp zero = UOp::const_(dtypes::index, int64_t{0});
+  const int64_t H = range_size(y), W = range_size(x), KH = range_size(ky), KW = range_size(kx);
+  if (KH * KW < 4 || H * KH * W * KW > (int64_t{1} << 22)) return std::nullopt;
   const UOp b = simplify(p.b);
-  if (simplify(substitute(b, {{y, y + ky}, {x, x + kx}, {ky, zero}, {kx, zero}})) != b)
-    return std::nullopt;
+  auto stride = [&](const UOp& out, const UOp& tap, int64_t taps) -> int64_t {
+    for (int64_t s = 1; s <= std::min<int64_t>(taps, 4); ++s)
+      if (slides(b, out, tap, s)) return s;
+    return 0;
+  };
   GemmWindow w;
-  w.rows = range_size(y) + range_size(ky) - 1;
-  w.cols = range_size(x) + range_size(kx) - 1;
-  // The copy's own ranges, so that simplify knows how far they reach (y < H would be dropped
-  // from a pad's mask that y + ky < H + 1 needs).
+  w.sy = stride(y, ky, KH), w.sx = stride(x, kx, KW);
+  if (w.sy == 0 || w.sx == 0) return std::nullopt;
+  // Tap ky = sy * qy + py reads phase py's plane at row y + qy.
+  const int64_t QH = (KH + w.sy - 1) / w.sy, QW = (KW + w.sx - 1) / w.sx;
+  w.rows = H + QH - 1;
+  w.cols = W + QW - 1;
   w.y = UOp::range(w.rows, next_id, AxisType::global);
   w.x = UOp::range(w.cols, next_id + 1, AxisType::global);
-  w.value = simplify(substitute(b, {{y, w.y}, {x, w.x}, {ky, zero}, {kx, zero}}));
+  const UOp zero = UOp::const_(dtypes::index, int64_t{0});
+  w.py = w.sy > 1 ? UOp::range(w.sy, next_id + 2, AxisType::global) : zero;
+  w.px = w.sx > 1 ? UOp::range(w.sx, next_id + 3, AxisType::global) : zero;
+  // A plane's element (Y, py) is b at a point of b's own ranges that reads it: y = Y - q and
+  // ky = py + s q with q = max(0, Y - H + 1) (b's masks hold only there). Past the last tap
+  // (ky >= KH: a phase plane's last rows, never read) it is 0.
+  auto point = [&](const UOp& Y, const UOp& phase, int64_t n, int64_t s) {
+    const UOp q = Y.lt(n).where(zero, Y - (n - 1));
+    return std::pair{Y - q, phase + q * s};
+  };
+  const auto [oy, ty] = point(w.y, w.py, H, w.sy);
+  const auto [ox, tx] = point(w.x, w.px, W, w.sx);
+  const UOp valid = ty.lt(KH) & tx.lt(KW);
+  UOp value = substitute(b, {{y, oy}, {x, ox}, {ky, ty}, {kx, tx}});
+  std::unordered_map<UOp, UOp, UOpHash> gated;  // loads past the last tap read nothing
+  for (const UOp& u : toposort(value))
+    if (u.op() == Ops::LOAD) {
+      const UOp& idx = u.src(0);
+      gated.emplace(
+          idx, idx.src(0).index(idx.src(1), idx.src().size() > 2 ? idx.src(2) & valid : valid));
+    }
+  w.value = simplify(valid.where(substitute(value, gated), value.const_like(0.0)));
   w.rest.assign(p.k.begin(), p.k.end() - 2);
   w.ky = ky, w.kx = kx;
-  w.plane = prod_sizes(w.rest) * w.rows * w.cols;
+  w.plane = prod_sizes(w.rest) * w.sy * w.sx * w.rows * w.cols;
   return w;
 }
 

@@ -350,8 +350,12 @@ class CRenderer : public Linearizer {
       std::string rest = "0";
       for (const UOp& r : win->rest)
         rest = fmt::format("({}) * {} + {}", rest, range_size(r), name_of(r));
-      line(2, fmt::format("offs[kk] = (int32_t)(({}) * {} + {} * {} + {});", rest,
-                          win->rows * win->cols, name_of(win->ky), win->cols, name_of(win->kx)));
+      // The tap's phase plane, then its row and column in it.
+      const std::string ky = name_of(win->ky), kx = name_of(win->kx);
+      line(2, fmt::format("offs[kk] = (int32_t)(((({}) * {} + {} % {}) * {} + {} % {}) * {} + {} / "
+                          "{} * {} + {} / {});",
+                          rest, win->sy, ky, win->sy, win->sx, kx, win->sx, win->rows * win->cols,
+                          ky, win->sy, win->cols, kx, win->sx));
       line(1, "}");
     }
     for (const UOp& b : p.batch) {
@@ -448,6 +452,13 @@ class CRenderer : public Linearizer {
       const int64_t R = size(win->rest);
       open("r", "0", std::to_string(R));
       if (!win->rest.empty()) line(depth, bind(win->rest, "r"));
+      // The phases of a strided convolution: a plane per (py, px).
+      std::string plane = "r";
+      for (const auto& [phase, stride] : {std::pair{win->py, win->sy}, std::pair{win->px, win->sx}})
+        if (stride > 1) {
+          open(name_of(phase), "0", std::to_string(stride));
+          plane = fmt::format("({}) * {} + {}", plane, stride, name_of(phase));
+        }
       // A thread splitting the columns copies only the rows its columns reach.
       const bool by_cols = p.split == GemmSplit::columns;
       if (by_cols)
@@ -462,8 +473,9 @@ class CRenderer : public Linearizer {
       for (const UOp& u : toposort(win->value))
         if (!is_inline(u)) nodes.push_back(u);
       emit_nodes(nodes, depth, out, names);
-      line(depth, fmt::format("pack_b[(r * {} + {}) * {} + {}] = {};", win->rows, name_of(win->y),
-                              win->cols, name_of(win->x), operand(win->value, names)));
+      line(depth,
+           fmt::format("pack_b[(({}) * {} + {}) * {} + {}] = {};", plane, win->rows,
+                       name_of(win->y), win->cols, name_of(win->x), operand(win->value, names)));
       close_to(base);
       open("z", std::to_string(win->plane), std::to_string(win->floats));
       line(depth, "pack_b[z] = 0.0f;");

@@ -1,5 +1,6 @@
 // tests/codegen: the CPU GEMM's plan for convolutions — which read B from a window copy of the
-// input (stride 1, any padding and kernel shape) and which pack it (strides, dilations, 1 x 1).
+// input (any stride, padding and kernel shape: a plane per phase) and which pack it (dilations,
+// 1 x 1).
 #include <gtest/gtest.h>
 
 #include "codegen/gemm.hpp"
@@ -31,9 +32,27 @@ TEST(Gemm, StrideOneConvolutionsReadAWindowCopy) {
   EXPECT_EQ(wide->window->cols, 41 + 4);
 }
 
-TEST(Gemm, StridedDilatedAndPointwiseConvolutionsPackB) {
-  for (const auto& plan : {conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 2, 1, 1),
-                           conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 1, 2, 2),
+TEST(Gemm, StridedConvolutionsReadPhasePlanes) {
+  // Stride 2: a plane per phase (py, px) of 17 + 2 - 1 rows (taps 0, 2 in phase 0, 1 in phase 1).
+  const auto s2 = conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 2, 1, 1);
+  ASSERT_TRUE(s2 && s2->window);
+  EXPECT_EQ(s2->window->sy, 2);
+  EXPECT_EQ(s2->window->sx, 2);
+  EXPECT_EQ(s2->window->rows, 17 + 1);
+  EXPECT_EQ(s2->window->plane, 16 * 4 * 18 * 18);
+  // A ResNet stem: 7 x 7 taps at stride 2 are 4 x 4 per phase.
+  const auto stem = conv_plan({1, 3, 64, 64}, {16, 3, 7, 7}, 2, 3, 1);
+  ASSERT_TRUE(stem && stem->window);
+  EXPECT_EQ(stem->window->rows, 32 + 3);
+  // Different strides along the rows and the columns.
+  const auto mixed = conv_plan({1, 8, 40, 30}, {32, 8, 3, 3}, {2, 1}, 1, 1);
+  ASSERT_TRUE(mixed && mixed->window);
+  EXPECT_EQ(mixed->window->sy, 2);
+  EXPECT_EQ(mixed->window->sx, 1);
+}
+
+TEST(Gemm, DilatedAndPointwiseConvolutionsPackB) {
+  for (const auto& plan : {conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 1, 2, 2),
                            conv_plan({1, 64, 30, 30}, {64, 64, 1, 1}, 1, 0, 1)}) {
     ASSERT_TRUE(plan);
     EXPECT_FALSE(plan->window);

@@ -299,11 +299,12 @@ TEST_P(NnTest, Conv2dGemmSizedWithPadding) {
   expect_conv2d(cases, 190, dev());
 }
 
-TEST_P(NnTest, Conv2dGemmSizedStrideOneWindows) {
-  // Stride-1 convolutions the CPU's GEMM reads from a padded copy of the input (one plane per
-  // input channel, rows x cols = the output's plus the kernel's minus 1) instead of packing the
-  // im2col: valid and padded, a 3 x 5 kernel on a wide input, a single input channel, padding
-  // wider than the kernel needs, a batch the threads split, bias.
+TEST_P(NnTest, Conv2dGemmSizedWindows) {
+  // Convolutions the CPU's GEMM reads from a padded copy of the input (a plane per input channel
+  // and stride phase) instead of packing the im2col: valid and padded, a 3 x 5 kernel on a wide
+  // input, a single input channel, padding wider than the kernel needs, a batch the threads
+  // split, bias; strides 2 and 3 (a stem's 7 x 7, a valid conv whose phase planes reach past its
+  // last tap), different strides along rows and columns.
   if (dev() != "CPU") GTEST_SKIP() << "the packed GEMM is the CPU's";
   const ConvCase cases[] = {
       {{1, 8, 30, 30}, {32, 8, 3, 3}, 1, 0, 1, 1, false},
@@ -311,6 +312,10 @@ TEST_P(NnTest, Conv2dGemmSizedStrideOneWindows) {
       {{1, 1, 64, 40}, {32, 1, 5, 5}, 1, 2, 1, 1, false},
       {{1, 8, 20, 20}, {16, 8, 3, 3}, 1, 3, 1, 1, true},
       {{8, 4, 18, 18}, {16, 4, 3, 3}, 1, 1, 1, 1, false},
+      {{1, 3, 46, 46}, {32, 3, 7, 7}, 2, 3, 1, 1, true},
+      {{1, 16, 45, 45}, {32, 16, 3, 3}, 2, 1, 1, 1, false},
+      {{1, 8, 50, 50}, {32, 8, 5, 5}, 3, 0, 1, 1, false},
+      {{1, 8, 41, 29}, {32, 8, 3, 3}, {2, 1}, {0, 1}, 1, 1, false},
   };
   expect_conv2d(cases, 195, dev());
 }
