@@ -66,7 +66,11 @@ bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s) {
   const int64_t n_out = range_size(out), n_tap = range_size(tap);
   std::unordered_map<UOp, UOp, UOpHash> fixed;
   for (const UOp& u : toposort(b)) {
-    if (!is_comparison(u.op()) || !(mentions(u, out) || mentions(u, tap))) continue;
+    // Index math only: a comparison of loaded values depends on out and tap through its loads'
+    // indices, which the structural check covers.
+    if (!is_comparison(u.op()) || u.src(0).dtype() != dtypes::index ||
+        !(mentions(u, out) || mentions(u, tap)))
+      continue;
     for (const UOp& r : toposort(u))
       if (r.op() == Ops::RANGE && r != out && r != tap) return false;
     std::unordered_map<int64_t, ConstValue> at;  // by s * out + tap
