@@ -23,6 +23,8 @@ namespace {
 constexpr int64_t kGemmMinWork = int64_t{1} << 20;
 // A batch this long is split across threads (a few CPUs, each given several batch elements).
 constexpr int64_t kGemmMinSplitBatch = 8;
+// B's strip of nr columns over all of k may take this many times Target::panel_bytes.
+constexpr int64_t kMaxStripScale = 16;
 
 struct Blocking {
   int64_t vector, mr, nr, mc, kc, panel_floats, max_nc;
@@ -187,9 +189,12 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   const int64_t M = prod_sizes(p.m), K = prod_sizes(p.k);
   int64_t N = prod_sizes(p.n);
   const Blocking b = blocking(target);
-  // B is packed for all of k at once: at least one strip of nr columns must fit the budget.
-  if (M < 4 || N < 8 || K * b.nr > b.panel_floats || M * N > (int64_t{1} << 40) / K ||
-      M * N * K < kGemmMinWork)
+  // B is packed for all of k at once, in blocks of columns within the budget, one strip of nr
+  // columns at least: a long k (a conv's weight gradient sums over batch x rows x columns, 100K
+  // at batch 32 and 56 x 56) takes a strip up to kMaxStripScale times the budget (the plain
+  // register tile would run at 12 GFLOPS instead of ~150).
+  if (M < 4 || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
+      M * N > (int64_t{1} << 40) / K || M * N * K < kGemmMinWork)
     return std::nullopt;
   // A window copy instead of packed B where it fits the same budget; the columns then run over
   // the copy's rows (y * cols + x).

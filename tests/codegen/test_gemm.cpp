@@ -3,6 +3,10 @@
 // 1 x 1).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+#include <vector>
+
 #include "codegen/gemm.hpp"
 #include "cpu/runtime.hpp"
 #include "scheduled.hpp"
@@ -57,6 +61,33 @@ TEST(Gemm, DilatedAndPointwiseConvolutionsPackB) {
     ASSERT_TRUE(plan);
     EXPECT_FALSE(plan->window);
   }
+}
+
+TEST(Gemm, ALongReductionStaysOnTheGemm) {
+  // k = 40000: B's one strip of 32 columns over all of k (5 MB) is past the 4 MiB panel budget,
+  // still within the plan's limit (a conv's weight gradient at batch 32 sums over 100K).
+  const int64_t M = 16, K = 40000, N = 32;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  const Tensor ta = Tensor::from_vector(a, {M, K}, {}, "CPU"),
+               tb = Tensor::from_vector(b, {K, N}, {}, "CPU");
+  const auto plan = plan_gemm(scheduled_kernel(ta.matmul(tb)), cpu::host_target());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->nc, plan->nr);
+  const std::vector<float> got = ta.matmul(tb).to_vector<float>();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0, scale = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = double(a[size_t(i * K + k)]) * double(b[size_t(k * N + j)]);
+        want += p;
+        scale += std::fabs(p);
+      }
+      EXPECT_NEAR(got[size_t(i * N + j)], want, 1e-5 * scale) << i << ", " << j;
+    }
 }
 
 }  // namespace
