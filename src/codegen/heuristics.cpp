@@ -149,10 +149,6 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   std::vector<int64_t> left;
   for (const UOp& g : info.globals) left.push_back(range_size(g));
   std::vector<Opt> opts;
-  auto upcast = [&](int g, int64_t f) {
-    opts.push_back({OptOp::UPCAST, g, f});
-    left[static_cast<size_t>(g)] /= f;
-  };
   // A GPU must keep its cores busy: the register tile holds at most the values that leave
   // Target::min_invocations invocations for a convolution-like kernel (several reduce axes, or
   // several output axes and a reduction of 128 or more: an NCHW 1 x 1 conv), a sixteenth of that
@@ -164,18 +160,22 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   const int64_t outputs = prod_sizes(info.globals);
   const bool conv_like = info.reduces.size() > 1 || (G > 2 && prod_sizes(info.reduces) >= 128);
   const int64_t fill = conv_like ? target.min_invocations : target.min_invocations / 16;
-  int64_t tile = kMaxUpcast;
+  int64_t tile = kMaxUpcast;  // values per invocation the upcasts may still take
   if (fill > 0 && outputs > 0) tile = std::max<int64_t>(1, outputs / fill);
+  auto upcast = [&](int g, int64_t f) {
+    opts.push_back({OptOp::UPCAST, g, f});
+    left[static_cast<size_t>(g)] /= f;
+    tile /= f;
+  };
   if (n > 0 && n % 4 == 0 && tile >= 4) {
     upcast(G - 1, 4);
-    if (n % 8 == 0 && tile >= 8) upcast(G - 1, 2);
+    if (n % 8 == 0 && tile >= 2) upcast(G - 1, 2);
   } else if (int64_t f = std::min<int64_t>({n, 8, tile}); n > 0) {
     // No vec4 access: the largest divisor up to 8 (a late ResNet stage's 7 or 14 columns by 7),
     // still a register tile.
     while (f > 2 && n % f != 0) --f;
     if (f > 2) upcast(G - 1, f);
   }
-  tile /= n > 0 ? range_size(last) / left.back() : 1;
   // The second axis: preferably one that the loads along the innermost axis ignore (a conv's
   // output channels, a matmul's rows), so that both operands are reused; else any with reuse.
   auto factor = [&](int g) {
