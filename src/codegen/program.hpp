@@ -41,7 +41,11 @@ struct Program {
   std::array<uint32_t, 3> local_size{1, 1, 1};
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<bool> writes;  // per buffer slot: the kernel writes it (else it only reads it)
-  uint32_t push_bytes = 0;   // push-constant bytes the descriptor variant declares (0: none)
+  // Per buffer slot: bound as a uniform texel buffer of these elements (Target::texel_loads) in
+  // the descriptor variants, else (none) as a storage buffer. Empty: none is.
+  enum class Texel : uint8_t { none, float32, int32, uint32 };
+  std::vector<Texel> texel;
+  uint32_t push_bytes = 0;  // push-constant bytes the descriptor variant declares (0: none)
 
   // Symbolic kernels: the DEFINE_VARs the kernel reads, sorted by name (a launch passes their
   // values in this order, KernelLaunch::vars), and, where the launch size depends on them, that

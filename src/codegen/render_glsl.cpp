@@ -22,7 +22,10 @@
 // addresses come in a push-constant array `uvec2 addr[num_buffers]` (for buffers beyond
 // maxStorageBufferRange). A vector access (fold_vectors: a LOAD of vec4 dtype, a STORE along a
 // range) goes through an aliasing block `data<i>_v4[]`; the buffer's binding offset (or address)
-// must then be 16-byte aligned.
+// must then be 16-byte aligned. Where the target asks for texel loads (Target::texel_loads), a
+// read-only slot of 32-bit elements read only as scalars is instead a uniform texel buffer
+// `data<i>_t` (Program::texel, the runtime binds a view of the buffer), read as data<i>_at(index):
+// texelFetch in the descriptor variant, data<i>[index] in the VKG_BDA one.
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
 // in 32 bits and wrap after every operation, division truncates and MOD takes the dividend's sign
@@ -160,6 +163,7 @@ class GlslRenderer : public Linearizer {
 
   void render(Program& p) {
     check_features();
+    texel_ = &p.texel;
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
     // for a symbolic index space, the per-launch size.
     // gid: the flat invocation index (gpu_dims), its size the kernel's index space; or the
@@ -222,10 +226,9 @@ class GlslRenderer : public Linearizer {
         body += fmt::format("  if ({} >= {}) return;\n", grouped ? "wgid" : "gid",
                             inline_expr(total, {}));
     }
-    emit_body(1, body);
-
     // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
-    // aliasing vec4 block beside its scalar one.
+    // aliasing vec4 block beside its scalar one. A read-only slot of 32-bit elements read only
+    // as scalars is a texel buffer where the target wants it (the BDA variant keeps addresses).
     std::map<int64_t, UOp> by_slot;
     for (const UOp& u : topo_)
       if (u.op() == Ops::DEFINE_GLOBAL) {
@@ -236,6 +239,20 @@ class GlslRenderer : public Linearizer {
     std::vector<UOp> bufs;
     for (const auto& [slot, b] : by_slot) bufs.push_back(b);
     const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
+    if (target_.texel_loads)
+      for (const UOp& b : bufs) {
+        const int64_t slot = b.arg_as<int64_t>();
+        const ScalarType s = b.dtype().base().scalar_type();
+        const Program::Texel t = s == ScalarType::float32  ? Program::Texel::float32
+                                 : s == ScalarType::int32  ? Program::Texel::int32
+                                 : s == ScalarType::uint32 ? Program::Texel::uint32
+                                                           : Program::Texel::none;
+        if (slot == 0 || vec_slots_.count(slot) || t == Program::Texel::none) continue;
+        p.texel.resize(static_cast<size_t>(n), Program::Texel::none);
+        p.texel[static_cast<size_t>(slot)] = t;
+      }
+    if (!p.texel.empty()) extensions_.push_back("GL_EXT_samplerless_texture_functions");
+    emit_body(1, body);
 
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
@@ -256,13 +273,25 @@ class GlslRenderer : public Linearizer {
       const DType d = b.dtype().base();
       const char* access = slot == 0 ? "restrict writeonly" : "restrict readonly";
       const std::string T = storage_type(d);
-      bound +=
-          fmt::format("layout(set = 0, binding = {}, std430) {} buffer B{} {{ {} data{}[]; }};\n",
-                      slot, access, slot, T, slot);
       bda += fmt::format(
           "layout(buffer_reference, std430, buffer_reference_align = {}) {} buffer P{} {{ {} v[]; "
           "}};\n#define data{} P{}(pc.addr[{}]).v\n",
           d.itemsize(), access, slot, T, slot, slot, slot);
+      if (texel(slot)) {  // loads read data<i>_at(index)
+        // A texture without a sampler (SPIR-V's OpImageFetch on the image itself).
+        const char* image = T == "float" ? "textureBuffer"
+                            : T == "int" ? "itextureBuffer"
+                                         : "utextureBuffer";
+        bound += fmt::format(
+            "layout(set = 0, binding = {0}) uniform {1} data{0}_t;\n"
+            "#define data{0}_at(i) texelFetch(data{0}_t, i).x\n",
+            slot, image);
+        bda += fmt::format("#define data{0}_at(i) data{0}[i]\n", slot);
+        continue;
+      }
+      bound +=
+          fmt::format("layout(set = 0, binding = {}, std430) {} buffer B{} {{ {} data{}[]; }};\n",
+                      slot, access, slot, T, slot);
       if (vec_slots_.count(slot)) {
         const std::string V = vec4_type(d);
         bound += fmt::format(
@@ -508,7 +537,9 @@ class GlslRenderer : public Linearizer {
       if (!gated) return x;
       return fmt::format("mix({}(0), {}, bvec4({}))", vec4_type(d), x, gate);
     }
-    std::string x = fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), at);
+    const int64_t slot = idx.src(0).arg_as<int64_t>();
+    std::string x =
+        texel(slot) ? fmt::format("data{}_at({})", slot, at) : fmt::format("data{}[{}]", slot, at);
     switch (d.scalar_type()) {
       case ScalarType::bool_:
         x = fmt::format("(uint({}) != 0u)", x);
@@ -599,8 +630,14 @@ class GlslRenderer : public Linearizer {
     close(d, depth, out);
   }
 
+  bool texel(int64_t slot) const {
+    return static_cast<size_t>(slot) < texel_->size() &&
+           (*texel_)[static_cast<size_t>(slot)] != Program::Texel::none;
+  }
+
   std::string name_;
   const Target& target_;
+  const std::vector<Program::Texel>* texel_ = nullptr;  // the program's
   std::vector<std::string> extensions_;
   mutable bool helpers_[kNumGlslFunctions] = {};
   std::map<int64_t, bool> vec_slots_;

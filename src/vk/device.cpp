@@ -48,6 +48,7 @@ Switches read_switches() {
       {"mapped", &Switches::mapped},
       {"spin_wait", &Switches::spin_wait},
       {"fma", &Switches::fma},
+      {"texel", &Switches::texel},
   };
   std::string_view rest = list;
   while (!rest.empty()) {
@@ -332,6 +333,12 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   c.use_shared_reduce = sw.shared_reduce;
   c.use_grid = sw.grid;
   c.use_fma = sw.fma;
+  // Texel fetches gather where a storage-buffer load loops over the lanes, on a device that
+  // runs on the CPU (Target::texel_loads). Graphs whose sets are updated after binding need the
+  // same for texel buffers.
+  c.use_texel_loads =
+      sw.texel && c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+      (!c.use_update_after_bind || c.f12.descriptorBindingUniformTexelBufferUpdateAfterBind);
   c.use_subgroup_arithmetic =
       sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
       (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
@@ -403,6 +410,11 @@ std::string describe_caps(int index, const Caps& c) {
   s += fmt::format(", NaN-preserving float32 {}, fused multiply-add sums {}",
                    c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no",
                    c.use_fma ? "yes" : "off (VKGRAD_VK_DISABLE)");
+  s += fmt::format("\n  inputs read through texel buffers {}",
+                   c.use_texel_loads ? "yes"
+                   : c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU
+                       ? "no (storage-buffer loads, a GPU)"
+                       : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format("\n  storage: 8-bit {}, 16-bit {}",
                    state(c.f12.storageBuffer8BitAccess, c.use_storage8),
                    state(c.f11.storageBuffer16BitAccess, c.use_storage16));
@@ -467,6 +479,8 @@ Device::Device(VkPhysicalDevice pd, int idx, const Switches& sw) : physical(pd),
   f12.bufferDeviceAddress = caps.use_bda;
   f12.timelineSemaphore = caps.use_timeline;
   f12.descriptorBindingStorageBufferUpdateAfterBind = caps.use_update_after_bind;
+  f12.descriptorBindingUniformTexelBufferUpdateAfterBind =
+      caps.use_update_after_bind && caps.use_texel_loads;
   f12.shaderSubgroupExtendedTypes = caps.use_subgroup_extended_types;
 
   const float priority = 1.0f;

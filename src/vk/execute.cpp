@@ -163,14 +163,16 @@ void Executor::release() noexcept {
 }
 
 VkDescriptorPool Executor::make_descriptor_pool(uint32_t sets, uint32_t descriptors) {
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)};
+  const VkDescriptorPoolSize sizes[] = {
+      {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, std::max(descriptors, 1u)},
+      {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, std::max(descriptors, 1u)}};
   VkDescriptorPoolCreateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   // Sets of update-after-bind layouts must come from update-after-bind pools.
   if (device->caps.use_update_after_bind)
     info.flags = VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT;
   info.maxSets = std::max(sets, 1u);
-  info.poolSizeCount = 1;
-  info.pPoolSizes = &size;
+  info.poolSizeCount = device->caps.use_texel_loads ? 2 : 1;
+  info.pPoolSizes = sizes;
   VkDescriptorPool pool;
   vk_check(vkCreateDescriptorPool(device->handle, &info, nullptr, &pool), "vkCreateDescriptorPool");
   return pool;
@@ -203,13 +205,19 @@ Prepared Executor::prepare(const KernelLaunch& launch, Binding preferred) {
   for (size_t slot = 0; slot < static_cast<size_t>(kernel->num_buffers); ++slot) {
     void* handle = launch.buffers[slot];
     const Allocation& a = handle != nullptr ? *static_cast<Allocation*>(handle) : memory.dummy();
-    p.bound.push_back({a.block->buffer, a.offset, a.reserved, a.block->address + a.offset});
-    if (a.reserved > max_range) {
+    p.bound.push_back(
+        {a.block, a.block->buffer, a.offset, a.reserved, a.block->address + a.offset});
+    // A texel buffer's limit counts its 4-byte texels.
+    const bool texel = is_texel(kernel->texel, slot);
+    const VkDeviceSize limit =
+        texel ? VkDeviceSize{4} * device->caps.props.limits.maxTexelBufferElements : max_range;
+    if (a.reserved > limit) {
       if (!device->caps.use_bda)
         throw DeviceError(fmt::format(
-            "{}: kernel '{}' binds a buffer of {} bytes, beyond maxStorageBufferRange ({} bytes), "
+            "{}: kernel '{}' binds a buffer of {} bytes, beyond {} ({} bytes), "
             "and buffer device address is {}",
-            device->name(), kernel->name, a.size, max_range,
+            device->name(), kernel->name, a.size,
+            texel ? "maxTexelBufferElements" : "maxStorageBufferRange", limit,
             device->caps.f12.bufferDeviceAddress ? "switched off (VKGRAD_VK_DISABLE=bda)"
                                                  : "not supported"));
       p.binding = Binding::device_address;
@@ -218,20 +226,33 @@ Prepared Executor::prepare(const KernelLaunch& launch, Binding preferred) {
   return p;
 }
 
+VkWriteDescriptorSet Executor::slot_write(const Prepared& p, size_t s, VkDescriptorBufferInfo* info,
+                                          VkBufferView* view) {
+  const Bound& b = p.bound[s];
+  VkWriteDescriptorSet w{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+  w.dstBinding = static_cast<uint32_t>(s);
+  w.descriptorCount = 1;
+  if (is_texel(p.kernel->texel, s)) {
+    *view = memory.texel_view(*b.block, b.offset, b.range, texel_format(p.kernel->texel[s]));
+    w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    w.pTexelBufferView = view;
+  } else {
+    *info = {b.buffer, b.offset, b.range};
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = info;
+  }
+  return w;
+}
+
 void Executor::write_set(VkDescriptorSet set, const Prepared& p, const Prepared* old) {
   std::vector<VkDescriptorBufferInfo> infos(p.bound.size());
+  std::vector<VkBufferView> views(p.bound.size());
   std::vector<VkWriteDescriptorSet> writes;
   writes.reserve(p.bound.size());
   for (size_t s = 0; s < p.bound.size(); ++s) {
     if (old != nullptr && old->bound[s] == p.bound[s]) continue;
-    infos[s] = {p.bound[s].buffer, p.bound[s].offset, p.bound[s].range};
-    VkWriteDescriptorSet w{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    w.dstSet = set;
-    w.dstBinding = static_cast<uint32_t>(s);
-    w.descriptorCount = 1;
-    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    w.pBufferInfo = &infos[s];
-    writes.push_back(w);
+    writes.push_back(slot_write(p, s, &infos[s], &views[s]));
+    writes.back().dstSet = set;
   }
   if (writes.empty()) return;
   vkUpdateDescriptorSets(device->handle, static_cast<uint32_t>(writes.size()), writes.data(), 0,
@@ -253,15 +274,9 @@ void Executor::record_dispatch(VkCommandBuffer cmd, const Prepared& p, VkDescrip
     case Binding::push_descriptors: {
       if (n == 0) break;
       std::vector<VkDescriptorBufferInfo> infos(n);
-      std::vector<VkWriteDescriptorSet> writes(n,
-                                               {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET});
-      for (size_t s = 0; s < n; ++s) {
-        infos[s] = {p.bound[s].buffer, p.bound[s].offset, p.bound[s].range};
-        writes[s].dstBinding = static_cast<uint32_t>(s);
-        writes[s].descriptorCount = 1;
-        writes[s].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[s].pBufferInfo = &infos[s];
-      }
+      std::vector<VkBufferView> views(n);
+      std::vector<VkWriteDescriptorSet> writes(n);
+      for (size_t s = 0; s < n; ++s) writes[s] = slot_write(p, s, &infos[s], &views[s]);
       vkCmdPushDescriptorSetKHR(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout.pipeline, 0,
                                 static_cast<uint32_t>(n), writes.data());
       break;

@@ -22,6 +22,7 @@ namespace vkgrad::vk {
 
 // One buffer slot of a launch, resolved to a range of a block's VkBuffer.
 struct Bound {
+  Block* block = nullptr;  // owns `buffer` (and its texel views)
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceSize offset = 0, range = 0;
   VkDeviceAddress address = 0;
@@ -62,6 +63,10 @@ class Executor {
                        VkPipeline* bound_pipeline);
   // Writes p's buffers into `set`; only the slots that differ from `old` when it is given.
   void write_set(VkDescriptorSet set, const Prepared& p, const Prepared* old);
+  // Slot s's descriptor (the caller sets dstSet): a storage buffer described in `*info`, or a
+  // uniform texel buffer through the view in `*view`.
+  VkWriteDescriptorSet slot_write(const Prepared& p, size_t s, VkDescriptorBufferInfo* info,
+                                  VkBufferView* view);
   VkDescriptorPool make_descriptor_pool(uint32_t sets, uint32_t descriptors);
 
   const std::shared_ptr<Device> device;

@@ -63,6 +63,8 @@ Memory::Memory(Device& device, Queue& queue) : device_(device), queue_(queue) {
   // Small heaps get smaller blocks, so one block never claims a large share of them.
   block_size_ = std::max<VkDeviceSize>(VkDeviceSize{1} << 20, std::min(kBlockSize, heap_size_ / 8));
   alignment_ = std::max<VkDeviceSize>(16, c.props.limits.minStorageBufferOffsetAlignment);
+  if (c.use_texel_loads)
+    alignment_ = std::max<VkDeviceSize>(alignment_, c.props.limits.minTexelBufferOffsetAlignment);
   if (direct_ && !coherent_)  // flushed ranges of neighbours must not overlap
     alignment_ = std::max<VkDeviceSize>(alignment_, c.props.limits.nonCoherentAtomSize);
 }
@@ -93,6 +95,7 @@ Block* Memory::new_block(VkDeviceSize size, bool dedicated) {
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   if (device_.caps.use_bda) info.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  if (device_.caps.use_texel_loads) info.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = vkCreateBuffer(dev, &info, nullptr, &b->buffer);
   if (r != VK_SUCCESS) return nullptr;
@@ -130,6 +133,8 @@ Block* Memory::new_block(VkDeviceSize size, bool dedicated) {
 
 void Memory::destroy_block(Block* b) noexcept {
   VkDevice dev = device_.handle;
+  for (const auto& [key, view] : b->views) vkDestroyBufferView(dev, view, nullptr);
+  b->views.clear();
   if (b->mapped != nullptr) vkUnmapMemory(dev, b->memory);
   if (b->buffer != VK_NULL_HANDLE) vkDestroyBuffer(dev, b->buffer, nullptr);
   if (b->memory != VK_NULL_HANDLE) vkFreeMemory(dev, b->memory, nullptr);
@@ -239,6 +244,24 @@ void Memory::free(Allocation* a) noexcept {
     destroy_block(b);
     std::erase_if(blocks_, [&](const auto& o) { return o.get() == b; });
   }
+}
+
+VkBufferView Memory::texel_view(Block& block, VkDeviceSize offset, VkDeviceSize range,
+                                VkFormat format) {
+  std::lock_guard lock(views_mu_);
+  auto [it, fresh] = block.views.try_emplace({offset, range, format}, VK_NULL_HANDLE);
+  if (!fresh) return it->second;
+  VkBufferViewCreateInfo info{.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  info.buffer = block.buffer;
+  info.format = format;
+  info.offset = offset;
+  info.range = range;
+  if (VkResult r = vkCreateBufferView(device_.handle, &info, nullptr, &it->second);
+      r != VK_SUCCESS) {
+    block.views.erase(it);
+    throw_result(r, "vkCreateBufferView");
+  }
+  return it->second;
 }
 
 const Allocation& Memory::dummy() {

@@ -28,6 +28,9 @@ struct Block {
   bool dedicated = false;
   std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, disjoint, never adjacent
   VkDeviceSize used = 0;
+  // Uniform texel buffer views of ranges of `buffer` (offset, range, format), made on first use
+  // (Memory::texel_view) and destroyed with the block.
+  std::map<std::tuple<VkDeviceSize, VkDeviceSize, VkFormat>, VkBufferView> views;
 };
 
 // What Runtime::alloc hands out (as void*): a range of a block's buffer.
@@ -54,6 +57,9 @@ class Memory {
   void read(void* dst, const Allocation& src, size_t bytes);
   // A small allocation bound where a launch passes a null handle (zero-size buffers).
   const Allocation& dummy();
+  // A view of `range` bytes of `block` from `offset` as texels of `format` (4-byte texels;
+  // Caps::use_texel_loads), kept with the block. Thread-safe.
+  VkBufferView texel_view(Block& block, VkDeviceSize offset, VkDeviceSize range, VkFormat format);
 
   bool direct() const { return direct_; }
   std::string describe() const;
@@ -83,6 +89,7 @@ class Memory {
   // big output every step then reuses memory whose pages are already touched).
   VkDeviceSize cached_dedicated_ = 0;
   std::mutex dummy_mu_;
+  std::mutex views_mu_;
   Allocation* dummy_ = nullptr;
 
   // Staging (non-direct mode): one host-visible buffer; copies larger than it go in chunks.

@@ -82,9 +82,13 @@ void Pipelines::save_locked() {
   last_save_ = std::chrono::steady_clock::now();
 }
 
-const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_bytes) {
+const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_bytes,
+                                const std::vector<Program::Texel>& texel) {
   std::lock_guard lock(mu_);
-  auto key = std::make_tuple(binding, buffers, push_bytes);
+  // The device-address variant has no descriptors: its texel slots read addresses too.
+  auto key =
+      std::make_tuple(binding, buffers, push_bytes,
+                      binding == Binding::device_address ? std::vector<Program::Texel>{} : texel);
   if (auto it = layouts_.find(key); it != layouts_.end()) return it->second;
   const Caps& c = device->caps;
   VkDevice dev = device->handle;
@@ -108,7 +112,9 @@ const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_byte
     std::vector<VkDescriptorSetLayoutBinding> slots(static_cast<size_t>(buffers));
     for (int i = 0; i < buffers; ++i) {
       slots[i].binding = static_cast<uint32_t>(i);
-      slots[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      slots[i].descriptorType = is_texel(texel, static_cast<size_t>(i))
+                                    ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                    : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       slots[i].descriptorCount = 1;
       slots[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
@@ -192,6 +198,7 @@ Kernel::Kernel(std::shared_ptr<Pipelines> pipelines, const Program& p)
       num_buffers(p.num_buffers),
       groups(p.groups),
       writes(p.writes),
+      texel(p.texel),
       push_bytes(p.push_bytes),
       vars(p.vars),
       launch_size(p.launch_size),
@@ -208,7 +215,7 @@ Kernel::~Kernel() {
 }
 
 const Layout& Kernel::layout(Binding binding) {
-  return pipelines_->layout(binding, num_buffers, push_bytes);
+  return pipelines_->layout(binding, num_buffers, push_bytes, texel);
 }
 
 VkPipeline Kernel::pipeline(Binding binding) {

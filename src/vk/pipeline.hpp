@@ -29,6 +29,17 @@ enum class Binding {
 };
 constexpr int kBindings = 3;
 
+// Whether slot `i` is bound as a uniform texel buffer (Program::texel), and the format of its
+// view.
+inline bool is_texel(const std::vector<Program::Texel>& texel, size_t i) {
+  return i < texel.size() && texel[i] != Program::Texel::none;
+}
+inline VkFormat texel_format(Program::Texel t) {
+  return t == Program::Texel::float32 ? VK_FORMAT_R32_SFLOAT
+         : t == Program::Texel::int32 ? VK_FORMAT_R32_SINT
+                                      : VK_FORMAT_R32_UINT;
+}
+
 struct Layout {
   VkDescriptorSetLayout set = VK_NULL_HANDLE;  // none for device_address
   VkPipelineLayout pipeline = VK_NULL_HANDLE;
@@ -43,7 +54,9 @@ class Pipelines {
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
-  const Layout& layout(Binding binding, int buffers, uint32_t push_bytes);
+  // `texel`: the slots bound as uniform texel buffers (Program::texel; empty: none).
+  const Layout& layout(Binding binding, int buffers, uint32_t push_bytes,
+                       const std::vector<Program::Texel>& texel);
   VkPipeline create(const std::string& name, const std::vector<uint32_t>& spirv,
                     const Layout& layout);
   // Writes the pipeline cache to disk if it has new pipelines since the last save.
@@ -54,7 +67,7 @@ class Pipelines {
  private:
   void save_locked();
   std::mutex mu_;
-  std::map<std::tuple<Binding, int, uint32_t>, Layout> layouts_;
+  std::map<std::tuple<Binding, int, uint32_t, std::vector<Program::Texel>>, Layout> layouts_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::filesystem::path cache_file_;
   bool dirty_ = false;
@@ -75,6 +88,7 @@ class Kernel final : public CompiledKernel {
   int num_buffers = 0;
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<bool> writes;
+  std::vector<Program::Texel> texel;  // per slot (empty: every slot is a storage buffer)
   uint32_t push_bytes = 0;  // the variables' values (int32 each), after any device addresses
   std::vector<VarArg> vars;
   UOp launch_size;  // workgroups over the variables (null: `groups`)

@@ -61,7 +61,7 @@ template <typename T>
 void run_probe(Executor& ex, const char* name, const char* source, std::vector<T>& data) {
   const Device& d = *ex.device;
   const std::vector<uint32_t> spirv = glsl_to_spirv_uncached(name, source);
-  const Layout& layout = ex.pipelines->layout(Binding::descriptor_sets, 1, 0);
+  const Layout& layout = ex.pipelines->layout(Binding::descriptor_sets, 1, 0, {});
   const size_t bytes = data.size() * sizeof(T);
 
   VkShaderModule module = VK_NULL_HANDLE;

@@ -35,7 +35,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.local_memory = c.use_shared_reduce;
   t.grid = c.use_grid;
   t.fused_multiply_add = c.use_fma;
-  t.fused_multiply_add = c.use_fma;
+  t.texel_loads = c.use_texel_loads;
   t.subgroup_arithmetic = c.use_subgroup_arithmetic;
   t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   // A GPU wants tens of thousands of invocations in flight (measured on an H100; see

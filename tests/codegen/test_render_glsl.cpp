@@ -122,6 +122,38 @@ TEST(RenderGlsl, GatedLoadsAreSelectsNotBranches) {
   for (const Program* x : {&p, &q}) EXPECT_FALSE(contains(x->source, "? data1")) << x->source;
 }
 
+TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
+  using T = Program::Texel;
+  Target texel = full_target();
+  texel.texel_loads = true;
+  // Scalar loads of float32, int32 and uint32 inputs (a broadcast, a transpose) and a float16
+  // one; the output and the 16-bit input stay storage buffers.
+  const Tensor x = input({64, 1}).expand({64, 64}) + input({64, 64}).permute({1, 0}) +
+                   input({64, 1}, dtypes::int32).expand({64, 64}).cast(dtypes::float32) +
+                   input({64, 1}, dtypes::uint32).expand({64, 64}).cast(dtypes::float32) +
+                   input({64, 1}, dtypes::float16).expand({64, 64}).cast(dtypes::float32);
+  const Program p = render(x, texel)[0];
+  EXPECT_EQ(p.texel,
+            (std::vector<T>{T::none, T::float32, T::float32, T::int32, T::uint32, T::none}))
+      << p.source;
+  EXPECT_TRUE(contains(p.source, "uniform textureBuffer data1_t;")) << p.source;
+  EXPECT_TRUE(contains(p.source, "uniform itextureBuffer data3_t;")) << p.source;
+  EXPECT_TRUE(contains(p.source, "uniform utextureBuffer data4_t;")) << p.source;
+  EXPECT_TRUE(contains(p.source, "data1_at(")) << p.source;
+  EXPECT_TRUE(contains(p.source, "buffer B5 { uint16_t data5[]; }")) << p.source;
+  // A slot read as vec4s keeps its storage buffer (both of an elementwise kernel's inputs).
+  const Program v = render(input({64, 64}) * input({64, 64}), texel)[0];
+  EXPECT_TRUE(v.texel.empty()) << v.source;
+  EXPECT_TRUE(contains(v.source, "data1_v4[")) << v.source;
+  // Off by default: the same kernel reads storage buffers.
+  const Program s = render(x)[0];
+  EXPECT_TRUE(s.texel.empty());
+  EXPECT_FALSE(contains(s.source, "textureBuffer")) << s.source;
+  if (have_glsl_tools()) {  // both variants: texel buffers, and device addresses (VKG_BDA)
+    EXPECT_EQ(validate_glsl_all({{"texel", p.source}}), "");
+  }
+}
+
 TEST(RenderGlsl, FewLongReductionsAreGrouped) {
   const Program p = render(input({4, 4096}).sum(1))[0];
   EXPECT_TRUE(contains(p.source, "barrier();")) << p.source;
