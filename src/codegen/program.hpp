@@ -41,9 +41,10 @@ struct Program {
   std::array<uint32_t, 3> local_size{1, 1, 1};
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::vector<bool> writes;  // per buffer slot: the kernel writes it (else it only reads it)
-  // Per buffer slot: bound as a uniform texel buffer of these elements (Target::texel_loads) in
-  // the descriptor variants, else (none) as a storage buffer. Empty: none is.
-  enum class Texel : uint8_t { none, float32, int32, uint32 };
+  // Per buffer slot: bound as a uniform texel buffer of these texels (Target::texel_loads: one
+  // 32-bit element, or four for a slot read only as vec4s) in the descriptor variants, else
+  // (none) as a storage buffer. Empty: none is.
+  enum class Texel : uint8_t { none, float32, int32, uint32, float32x4, int32x4, uint32x4 };
   std::vector<Texel> texel;
   uint32_t push_bytes = 0;  // push-constant bytes the descriptor variant declares (0: none)
 

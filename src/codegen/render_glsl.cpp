@@ -230,10 +230,11 @@ class GlslRenderer : public Linearizer {
     // aliasing vec4 block beside its scalar one. A read-only slot of 32-bit elements read only
     // as scalars is a texel buffer where the target wants it (the BDA variant keeps addresses).
     std::map<int64_t, UOp> by_slot;
+    std::map<int64_t, bool> scalar_slots;  // read as scalars
     for (const UOp& u : topo_)
       if (u.op() == Ops::DEFINE_GLOBAL) {
         const int64_t slot = u.arg_as<int64_t>();
-        if (u.dtype().base().count() > 1) vec_slots_[slot] = true;
+        (u.dtype().base().count() > 1 ? vec_slots_ : scalar_slots)[slot] = true;
         by_slot.emplace(slot, UOp::define_global(u.dtype().base().scalar().ptr(), slot));
       }
     std::vector<UOp> bufs;
@@ -243,11 +244,14 @@ class GlslRenderer : public Linearizer {
       for (const UOp& b : bufs) {
         const int64_t slot = b.arg_as<int64_t>();
         const ScalarType s = b.dtype().base().scalar_type();
-        const Program::Texel t = s == ScalarType::float32  ? Program::Texel::float32
-                                 : s == ScalarType::int32  ? Program::Texel::int32
-                                 : s == ScalarType::uint32 ? Program::Texel::uint32
-                                                           : Program::Texel::none;
-        if (slot == 0 || vec_slots_.count(slot) || t == Program::Texel::none) continue;
+        // Read one way only: scalars through a view of 32-bit texels, vec4s of 128-bit ones.
+        const bool scalars = scalar_slots.count(slot) != 0, vecs = vec_slots_.count(slot) != 0;
+        using T = Program::Texel;
+        const T t = s == ScalarType::float32  ? (vecs ? T::float32x4 : T::float32)
+                    : s == ScalarType::int32  ? (vecs ? T::int32x4 : T::int32)
+                    : s == ScalarType::uint32 ? (vecs ? T::uint32x4 : T::uint32)
+                                              : T::none;
+        if (slot == 0 || (scalars && vecs) || t == T::none) continue;
         p.texel.resize(static_cast<size_t>(n), Program::Texel::none);
         p.texel[static_cast<size_t>(slot)] = t;
       }
@@ -277,16 +281,24 @@ class GlslRenderer : public Linearizer {
           "layout(buffer_reference, std430, buffer_reference_align = {}) {} buffer P{} {{ {} v[]; "
           "}};\n#define data{} P{}(pc.addr[{}]).v\n",
           d.itemsize(), access, slot, T, slot, slot, slot);
-      if (texel(slot)) {  // loads read data<i>_at(index)
+      if (texel(slot)) {  // loads read data<i>_at(index), or data<i>_v4_at(index)
         // A texture without a sampler (SPIR-V's OpImageFetch on the image itself).
         const char* image = T == "float" ? "textureBuffer"
                             : T == "int" ? "itextureBuffer"
                                          : "utextureBuffer";
+        const bool vecs = vec_slots_.count(slot) != 0;
+        const char* at = vecs ? "_v4_at" : "_at";
         bound += fmt::format(
             "layout(set = 0, binding = {0}) uniform {1} data{0}_t;\n"
-            "#define data{0}_at(i) texelFetch(data{0}_t, i).x\n",
-            slot, image);
-        bda += fmt::format("#define data{0}_at(i) data{0}[i]\n", slot);
+            "#define data{0}{2}(i) texelFetch(data{0}_t, i){3}\n",
+            slot, image, at, vecs ? "" : ".x");
+        if (vecs)
+          bda += fmt::format(
+              "layout(buffer_reference, std430, buffer_reference_align = 16) {0} buffer P{1}v {{ "
+              "{2} v[]; }};\n#define data{1}_v4_at(i) P{1}v(pc.addr[{1}]).v[i]\n",
+              access, slot, vec4_type(d));
+        else
+          bda += fmt::format("#define data{0}_at(i) data{0}[i]\n", slot);
         continue;
       }
       bound +=
@@ -533,7 +545,9 @@ class GlslRenderer : public Linearizer {
       return gated ? fmt::format("mix({}, {}, {})", zero_of(d), x, gate) : x;
     }
     if (d.count() > 1) {  // a vector load (fold_vectors) through the buffer's vec4 alias
-      const std::string x = fmt::format("data{}_v4[{}]", idx.src(0).arg_as<int64_t>(), at);
+      const int64_t slot = idx.src(0).arg_as<int64_t>();
+      const std::string x = texel(slot) ? fmt::format("data{}_v4_at({})", slot, at)
+                                        : fmt::format("data{}_v4[{}]", slot, at);
       if (!gated) return x;
       return fmt::format("mix({}(0), {}, bvec4({}))", vec4_type(d), x, gate);
     }

@@ -207,10 +207,11 @@ Prepared Executor::prepare(const KernelLaunch& launch, Binding preferred) {
     const Allocation& a = handle != nullptr ? *static_cast<Allocation*>(handle) : memory.dummy();
     p.bound.push_back(
         {a.block, a.block->buffer, a.offset, a.reserved, a.block->address + a.offset});
-    // A texel buffer's limit counts its 4-byte texels.
+    // A texel buffer's limit counts its texels.
     const bool texel = is_texel(kernel->texel, slot);
     const VkDeviceSize limit =
-        texel ? VkDeviceSize{4} * device->caps.props.limits.maxTexelBufferElements : max_range;
+        texel ? texel_bytes(kernel->texel[slot]) * device->caps.props.limits.maxTexelBufferElements
+              : max_range;
     if (a.reserved > limit) {
       if (!device->caps.use_bda)
         throw DeviceError(fmt::format(

@@ -35,9 +35,25 @@ inline bool is_texel(const std::vector<Program::Texel>& texel, size_t i) {
   return i < texel.size() && texel[i] != Program::Texel::none;
 }
 inline VkFormat texel_format(Program::Texel t) {
-  return t == Program::Texel::float32 ? VK_FORMAT_R32_SFLOAT
-         : t == Program::Texel::int32 ? VK_FORMAT_R32_SINT
-                                      : VK_FORMAT_R32_UINT;
+  using T = Program::Texel;
+  switch (t) {
+    case T::float32:
+      return VK_FORMAT_R32_SFLOAT;
+    case T::int32:
+      return VK_FORMAT_R32_SINT;
+    case T::uint32:
+      return VK_FORMAT_R32_UINT;
+    case T::float32x4:
+      return VK_FORMAT_R32G32B32A32_SFLOAT;
+    case T::int32x4:
+      return VK_FORMAT_R32G32B32A32_SINT;
+    default:
+      return VK_FORMAT_R32G32B32A32_UINT;
+  }
+}
+inline VkDeviceSize texel_bytes(Program::Texel t) {
+  using T = Program::Texel;
+  return t == T::float32x4 || t == T::int32x4 || t == T::uint32x4 ? 16 : 4;
 }
 
 struct Layout {

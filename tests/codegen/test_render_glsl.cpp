@@ -141,16 +141,24 @@ TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   EXPECT_TRUE(contains(p.source, "uniform utextureBuffer data4_t;")) << p.source;
   EXPECT_TRUE(contains(p.source, "data1_at(")) << p.source;
   EXPECT_TRUE(contains(p.source, "buffer B5 { uint16_t data5[]; }")) << p.source;
-  // A slot read as vec4s keeps its storage buffer (both of an elementwise kernel's inputs).
-  const Program v = render(input({64, 64}) * input({64, 64}), texel)[0];
-  EXPECT_TRUE(v.texel.empty()) << v.source;
-  EXPECT_TRUE(contains(v.source, "data1_v4[")) << v.source;
+  // Slots read as vec4s are views of 128-bit texels (an elementwise kernel's inputs).
+  const Program v = render(input({64, 64}) * input({64, 64}, dtypes::int32), texel)[0];
+  EXPECT_EQ(v.texel, (std::vector<T>{T::none, T::float32x4, T::int32x4})) << v.source;
+  EXPECT_TRUE(contains(v.source, "data1_v4_at(")) << v.source;
+  EXPECT_TRUE(contains(v.source, "#define data2_v4_at(i) texelFetch(data2_t, i)\n")) << v.source;
+  // A slot read both as vec4s and as scalars (a tensor times its transpose) keeps its storage
+  // buffer.
+  const Tensor a = input({64, 64});
+  const Program both = render(a * a.permute({1, 0}), texel)[0];
+  EXPECT_TRUE(both.texel.empty()) << both.source;
+  EXPECT_TRUE(contains(both.source, "data1_v4[")) << both.source;
+  EXPECT_TRUE(contains(both.source, "data1[")) << both.source;
   // Off by default: the same kernel reads storage buffers.
   const Program s = render(x)[0];
   EXPECT_TRUE(s.texel.empty());
   EXPECT_FALSE(contains(s.source, "textureBuffer")) << s.source;
   if (have_glsl_tools()) {  // both variants: texel buffers, and device addresses (VKG_BDA)
-    EXPECT_EQ(validate_glsl_all({{"texel", p.source}}), "");
+    EXPECT_EQ(validate_glsl_all({{"texel", p.source}, {"texel vec4", v.source}}), "");
   }
 }
 
