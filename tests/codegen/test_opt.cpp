@@ -142,13 +142,21 @@ TEST(Opt, HeuristicsPerTarget) {
   EXPECT_EQ(heuristic_opts(late, gpu),
             (std::vector<Opt>{{OptOp::UPCAST, 2, 7}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 7}}));
   // A device that runs on the CPU: lanes along one axis only, the rows' 16 rather than the 2
-  // column tiles left.
+  // column tiles left; the window's 3 columns unrolled. Where the columns give only 4 values
+  // (12 of them), the rows add 2 to the tile.
   Target lavapipe = gpu;
   lavapipe.cpu_device = true;
   EXPECT_EQ(heuristic_opts(conv, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 3, 4},
                                                               {OptOp::UPCAST, 3, 2},
                                                               {OptOp::UPCAST, 1, 8},
+                                                              {OptOp::UNROLL, 2, 3},
                                                               {OptOp::LOCAL, 2, 16}}));
+  const UOp narrow = scheduled_kernel(input({1, 8, 12, 12}).conv2d(input({16, 8, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(narrow, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 2, 4},
+                                                                {OptOp::UPCAST, 0, 8},
+                                                                {OptOp::UPCAST, 1, 2},
+                                                                {OptOp::UNROLL, 2, 3},
+                                                                {OptOp::LOCAL, 1, 6}}));
   // A GPU that wants 65536 invocations in flight: the late conv's 1568 outputs get one
   // invocation each, a 256 x 256 matmul (a sixteenth of that: operand reuse counts for more)
   // keeps 8 columns per invocation, the 16 x 16 conv's 4096 outputs keep nothing.
@@ -162,9 +170,10 @@ TEST(Opt, HeuristicsPerTarget) {
                                                               {OptOp::UNROLL, 0, 4},
                                                               {OptOp::LOCAL, 1, 32}}));
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, ew, conv, late, mm256}) {
+  for (const UOp& k : {mm, big, rows, ew, conv, late, mm256, narrow}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
+    EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, lavapipe), lavapipe));
   }
 }
 
