@@ -23,9 +23,10 @@
 // maxStorageBufferRange). A vector access (fold_vectors: a LOAD of vec4 dtype, a STORE along a
 // range) goes through an aliasing block `data<i>_v4[]`; the buffer's binding offset (or address)
 // must then be 16-byte aligned. Where the target asks for texel loads (Target::texel_loads), a
-// read-only slot of 32-bit elements read only as scalars is instead a uniform texel buffer
-// `data<i>_t` (Program::texel, the runtime binds a view of the buffer), read as data<i>_at(index):
-// texelFetch in the descriptor variant, data<i>[index] in the VKG_BDA one.
+// read-only slot of 32-bit elements read only as scalars, or only as vec4s, is instead a uniform
+// texel buffer `data<i>_t` (Program::texel: the runtime binds a view of the buffer with 32-bit or
+// 128-bit texels), read as data<i>_at(index) or data<i>_v4_at(index): texelFetch in the
+// descriptor variant, the buffer reference in the VKG_BDA one.
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
 // in 32 bits and wrap after every operation, division truncates and MOD takes the dividend's sign
@@ -227,8 +228,8 @@ class GlslRenderer : public Linearizer {
                             inline_expr(total, {}));
     }
     // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
-    // aliasing vec4 block beside its scalar one. A read-only slot of 32-bit elements read only
-    // as scalars is a texel buffer where the target wants it (the BDA variant keeps addresses).
+    // aliasing vec4 block beside its scalar one. A read-only slot of 32-bit elements read one way
+    // only is a texel buffer where the target wants it (the BDA variant keeps addresses).
     std::map<int64_t, UOp> by_slot;
     std::map<int64_t, bool> scalar_slots;  // read as scalars
     for (const UOp& u : topo_)
