@@ -23,7 +23,8 @@
 // maxStorageBufferRange). A vector access (fold_vectors: a LOAD of vec4 dtype, a STORE along a
 // range) goes through an aliasing block `data<i>_v4[]`; the buffer's binding offset (or address)
 // must then be 16-byte aligned. Where the target asks for texel loads (Target::texel_loads), a
-// read-only slot of 32-bit elements read only as scalars, or only as vec4s, is instead a uniform
+// read-only slot of 32-bit elements read only as vec4s, or (texel_scalar_loads) only as scalars,
+// is instead a uniform
 // texel buffer `data<i>_t` (Program::texel: the runtime binds a view of the buffer with 32-bit or
 // 128-bit texels), read as data<i>_at(index) or data<i>_v4_at(index): texelFetch in the
 // descriptor variant, the buffer reference in the VKG_BDA one.
@@ -252,7 +253,9 @@ class GlslRenderer : public Linearizer {
                     : s == ScalarType::int32  ? (vecs ? T::int32x4 : T::int32)
                     : s == ScalarType::uint32 ? (vecs ? T::uint32x4 : T::uint32)
                                               : T::none;
-        if (slot == 0 || (scalars && vecs) || t == T::none) continue;
+        if (slot == 0 || (scalars && vecs) || t == T::none ||
+            (scalars && !target_.texel_scalar_loads))
+          continue;
         p.texel.resize(static_cast<size_t>(n), Program::Texel::none);
         p.texel[static_cast<size_t>(slot)] = t;
       }

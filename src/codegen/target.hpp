@@ -80,11 +80,15 @@ struct Target {
   // Off on the C targets, which keep every product rounded (-ffp-contract=off; their GEMM has
   // its own fma micro-kernel).
   bool fused_multiply_add = false;
-  // texel_loads: a read-only buffer of 32-bit elements that a kernel loads only as scalars is
-  // bound as a uniform texel buffer and read with texelFetch. On a device that runs on the CPU
-  // (lavapipe 22.3) a storage-buffer load is a loop over the SIMD lanes with a branch per lane,
-  // a texel fetch one gather (a 3 x 3 convolution 1.7-1.9x faster).
+  // texel_loads: a read-only buffer of 32-bit elements that a kernel loads only as vec4s is
+  // bound as a uniform texel buffer of 128-bit texels and read with texelFetch; with
+  // texel_scalar_loads, one loaded only as scalars too (32-bit texels). On lavapipe 22.3 a
+  // storage-buffer load is a loop over the SIMD lanes with a branch per lane, a texel fetch one
+  // gather (a matmul 2-3x faster, a 3 x 3 convolution about 2x); Mesa 25's lavapipe gains as much
+  // from vec4 fetches (matmul 1024 7.3 -> 23 GFLOPS) but loses from scalar ones (ResNet-18 under
+  // Jit 0.2 -> 0.6 s: its weights' loads, the same in every lane, are cheap storage-buffer loads).
   bool texel_loads = false;
+  bool texel_scalar_loads = false;
 };
 
 }  // namespace vkgrad

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -333,12 +334,16 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   c.use_shared_reduce = sw.shared_reduce;
   c.use_grid = sw.grid;
   c.use_fma = sw.fma;
-  // Texel fetches gather where a storage-buffer load loops over the lanes, on a device that
-  // runs on the CPU (Target::texel_loads). Graphs whose sets are updated after binding need the
-  // same for texel buffers.
+  // lavapipe's texel fetches gather where its storage-buffer loads loop over the lanes
+  // (Target::texel_loads; scalar fetches too before Mesa 23, measured on 22.3 and 25.0; lavapipe
+  // names its Mesa version only in driverInfo, "Mesa 22.3.6 (LLVM 15.0.6)"). Graphs whose sets
+  // are updated after binding need the same for texel buffers.
   c.use_texel_loads =
-      sw.texel && c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+      sw.texel && c.p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE &&
       (!c.use_update_after_bind || c.f12.descriptorBindingUniformTexelBufferUpdateAfterBind);
+  int mesa_major = 0;
+  std::sscanf(c.p12.driverInfo, "Mesa %d", &mesa_major);
+  c.use_texel_scalars = c.use_texel_loads && mesa_major > 0 && mesa_major < 23;
   c.use_subgroup_arithmetic =
       sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
       (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
@@ -411,9 +416,10 @@ std::string describe_caps(int index, const Caps& c) {
                    c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no",
                    c.use_fma ? "yes" : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format("\n  inputs read through texel buffers {}",
-                   c.use_texel_loads ? "yes"
-                   : c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU
-                       ? "no (storage-buffer loads, a GPU)"
+                   c.use_texel_scalars ? "yes (vec4s and scalars)"
+                   : c.use_texel_loads ? "yes (vec4s)"
+                   : c.p12.driverID != VK_DRIVER_ID_MESA_LLVMPIPE
+                       ? "no (storage buffers: not lavapipe)"
                        : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format("\n  storage: 8-bit {}, 16-bit {}",
                    state(c.f12.storageBuffer8BitAccess, c.use_storage8),

@@ -30,7 +30,7 @@ struct Switches {
   bool subgroup = true;   // grouped reductions fold within subgroups (subgroupAdd)
   bool spin_wait = true;  // a GPU's waits poll briefly before they block (Queue::wait)
   bool fma = true;        // float32 sums of products accumulate with fma (fused_multiply_add)
-  bool texel = true;      // a device that runs on the CPU reads inputs as texel buffers
+  bool texel = true;      // lavapipe reads inputs as texel buffers (Target::texel_loads)
 };
 // Parses VKGRAD_VK_DISABLE; throws DeviceError naming the known switches on an unknown one.
 Switches read_switches();
@@ -85,6 +85,7 @@ struct Caps {
   bool use_grid = false;
   bool use_fma = false;                  // Target::fused_multiply_add
   bool use_texel_loads = false;          // Target::texel_loads
+  bool use_texel_scalars = false;        // Target::texel_scalar_loads
   bool use_subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
   bool use_mapped = false;
   bool use_spin_wait = false;  // a device that is not the CPU, and the switch on

@@ -36,6 +36,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.grid = c.use_grid;
   t.fused_multiply_add = c.use_fma;
   t.texel_loads = c.use_texel_loads;
+  t.texel_scalar_loads = c.use_texel_scalars;
   t.subgroup_arithmetic = c.use_subgroup_arithmetic;
   t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   // A GPU wants tens of thousands of invocations in flight (measured on an H100; see

@@ -125,7 +125,7 @@ TEST(RenderGlsl, GatedLoadsAreSelectsNotBranches) {
 TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   using T = Program::Texel;
   Target texel = full_target();
-  texel.texel_loads = true;
+  texel.texel_loads = texel.texel_scalar_loads = true;
   // Scalar loads of float32, int32 and uint32 inputs (a broadcast, a transpose) and a float16
   // one; the output and the 16-bit input stay storage buffers.
   const Tensor x = input({64, 1}).expand({64, 64}) + input({64, 64}).permute({1, 0}) +
@@ -153,6 +153,12 @@ TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   EXPECT_TRUE(both.texel.empty()) << both.source;
   EXPECT_TRUE(contains(both.source, "data1_v4[")) << both.source;
   EXPECT_TRUE(contains(both.source, "data1[")) << both.source;
+  // Vec4 fetches only (Mesa 25's lavapipe): the scalar slots keep their storage buffers.
+  Target vec4_only = texel;
+  vec4_only.texel_scalar_loads = false;
+  EXPECT_TRUE(render(x, vec4_only)[0].texel.empty());
+  EXPECT_EQ(render(input({64, 64}) * input({64, 64}, dtypes::int32), vec4_only)[0].texel,
+            (std::vector<T>{T::none, T::float32x4, T::int32x4}));
   // Off by default: the same kernel reads storage buffers.
   const Program s = render(x)[0];
   EXPECT_TRUE(s.texel.empty());
