@@ -46,6 +46,10 @@ struct Program {
   // (none) as a storage buffer. Empty: none is.
   enum class Texel : uint8_t { none, float32, int32, uint32, float32x4, int32x4, uint32x4 };
   std::vector<Texel> texel;
+  // Whether `texel` binds slot i as a texel buffer.
+  static bool is_texel(const std::vector<Texel>& texel, size_t i) {
+    return i < texel.size() && texel[i] != Texel::none;
+  }
   uint32_t push_bytes = 0;  // push-constant bytes the descriptor variant declares (0: none)
 
   // Symbolic kernels: the DEFINE_VARs the kernel reads, sorted by name (a launch passes their

@@ -24,10 +24,9 @@
 // range) goes through an aliasing block `data<i>_v4[]`; the buffer's binding offset (or address)
 // must then be 16-byte aligned. Where the target asks for texel loads (Target::texel_loads), a
 // read-only slot of 32-bit elements read only as vec4s, or (texel_scalar_loads) only as scalars,
-// is instead a uniform
-// texel buffer `data<i>_t` (Program::texel: the runtime binds a view of the buffer with 32-bit or
-// 128-bit texels), read as data<i>_at(index) or data<i>_v4_at(index): texelFetch in the
-// descriptor variant, the buffer reference in the VKG_BDA one.
+// is instead a uniform texel buffer `data<i>_t` (Program::texel: the runtime binds a view of the
+// buffer with 32-bit or 128-bit texels), read as data<i>_at(index) or data<i>_v4_at(index):
+// texelFetch in the descriptor variant, the buffer reference in the VKG_BDA one.
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
 // in 32 bits and wrap after every operation, division truncates and MOD takes the dividend's sign
@@ -648,10 +647,7 @@ class GlslRenderer : public Linearizer {
     close(d, depth, out);
   }
 
-  bool texel(int64_t slot) const {
-    return static_cast<size_t>(slot) < texel_->size() &&
-           (*texel_)[static_cast<size_t>(slot)] != Program::Texel::none;
-  }
+  bool texel(int64_t slot) const { return Program::is_texel(*texel_, static_cast<size_t>(slot)); }
 
   std::string name_;
   const Target& target_;

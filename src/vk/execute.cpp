@@ -208,7 +208,7 @@ Prepared Executor::prepare(const KernelLaunch& launch, Binding preferred) {
     p.bound.push_back(
         {a.block, a.block->buffer, a.offset, a.reserved, a.block->address + a.offset});
     // A texel buffer's limit counts its texels.
-    const bool texel = is_texel(kernel->texel, slot);
+    const bool texel = Program::is_texel(kernel->texel, slot);
     const VkDeviceSize limit =
         texel ? texel_bytes(kernel->texel[slot]) * device->caps.props.limits.maxTexelBufferElements
               : max_range;
@@ -233,7 +233,7 @@ VkWriteDescriptorSet Executor::slot_write(const Prepared& p, size_t s, VkDescrip
   VkWriteDescriptorSet w{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
   w.dstBinding = static_cast<uint32_t>(s);
   w.descriptorCount = 1;
-  if (is_texel(p.kernel->texel, s)) {
+  if (Program::is_texel(p.kernel->texel, s)) {
     *view = memory.texel_view(*b.block, b.offset, b.range, texel_format(p.kernel->texel[s]));
     w.descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     w.pTexelBufferView = view;

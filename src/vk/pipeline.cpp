@@ -112,7 +112,7 @@ const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_byte
     std::vector<VkDescriptorSetLayoutBinding> slots(static_cast<size_t>(buffers));
     for (int i = 0; i < buffers; ++i) {
       slots[i].binding = static_cast<uint32_t>(i);
-      slots[i].descriptorType = is_texel(texel, static_cast<size_t>(i))
+      slots[i].descriptorType = Program::is_texel(texel, static_cast<size_t>(i))
                                     ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       slots[i].descriptorCount = 1;

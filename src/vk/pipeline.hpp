@@ -29,11 +29,7 @@ enum class Binding {
 };
 constexpr int kBindings = 3;
 
-// Whether slot `i` is bound as a uniform texel buffer (Program::texel), and the format of its
-// view.
-inline bool is_texel(const std::vector<Program::Texel>& texel, size_t i) {
-  return i < texel.size() && texel[i] != Program::Texel::none;
-}
+// The format of a texel slot's view (Program::texel), and its texels' size.
 inline VkFormat texel_format(Program::Texel t) {
   using T = Program::Texel;
   switch (t) {
