@@ -87,6 +87,10 @@ std::vector<UOp> flat_ranges(const RangeInfo& r) {
 
 }  // namespace
 
+bool launches_as_grid(const UOp& kernel, const Target& target) {
+  return grid_of(collect_ranges(kernel), target).has_value();
+}
+
 void plan_launch(const UOp& kernel, const Target& target, Program& p) {
   const RangeInfo r = collect_ranges(kernel);
   if (const std::optional<Grid> g = grid_of(r, target)) {

@@ -102,9 +102,11 @@ std::vector<UOp> Linearizer::ranges_of(AxisType t) const {
 
 std::string Linearizer::name_of(const UOp& r) {
   const auto& a = r.arg_as<AxisArg>();
-  const char* p = a.type == AxisType::global                                       ? "gidx"
-                  : a.type == AxisType::reduce || a.type == AxisType::group_reduce ? "ridx"
-                                                                                   : "uidx";
+  const char* p =
+      a.type == AxisType::global ? "gidx"
+      : a.type == AxisType::reduce || a.type == AxisType::group_reduce || a.type == AxisType::stage
+          ? "ridx"
+          : "uidx";
   return fmt::format("{}{}", p, a.id);
 }
 

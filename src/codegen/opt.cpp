@@ -34,6 +34,8 @@ const char* op_name(OptOp op) {
       return "GROUP";
     case OptOp::GEMM:
       return "GEMM";
+    case OptOp::STAGE:
+      return "STAGE";
   }
   return "?";
 }
@@ -56,10 +58,11 @@ const PatternMatcher pm_fix_reduce({rule(UPat::op(Ops::REDUCE), fix_reduce)});
 // Each range split into an outer range and inner ranges of the given sizes and types, outermost
 // first: r = outer * prod(sizes) + inner0 * prod(sizes[1:]) + ... + inner_last. New axes are
 // numbered in the order of the axes they split (ranges in id order), so the innermost output
-// axis's upcast is the innermost loop (the contiguous one).
+// axis's upcast is the innermost loop (the contiguous one). The outer range of the axis `staged`
+// names becomes the stage loop.
 using Inner = std::vector<std::pair<int64_t, AxisType>>;
 UOp apply_splits(const UOp& ast, int64_t next_id,
-                 const std::map<int64_t, std::pair<UOp, Inner>>& splits) {
+                 const std::map<int64_t, std::pair<UOp, Inner>>& splits, int64_t staged) {
   std::unordered_map<UOp, UOp, UOpHash> with;
   for (const auto& [id, split] : splits) {
     const auto& [range, inner] = split;
@@ -68,7 +71,8 @@ UOp apply_splits(const UOp& ast, int64_t next_id,
     for (const auto& [n, t] : inner) factor *= n;
     // An axis split whole leaves no outer range (a REDUCE lists only ranges).
     UOp value = range_size(range) == factor ? UOp::const_(dtypes::index, int64_t{0})
-                                            : UOp::range(range_size(range) / factor, a.id, a.type);
+                                            : UOp::range(range_size(range) / factor, a.id,
+                                                         a.id == staged ? AxisType::stage : a.type);
     for (const auto& [n, t] : inner) value = value * n + UOp::range(n, next_id++, t);
     with.emplace(range, value);
   }
@@ -148,7 +152,8 @@ std::string to_string(const std::vector<Opt>& opts) {
 }
 
 std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
-  constexpr OptOp kOps[] = {OptOp::UPCAST, OptOp::UNROLL, OptOp::LOCAL, OptOp::GROUP, OptOp::GEMM};
+  constexpr OptOp kOps[] = {OptOp::UPCAST, OptOp::UNROLL, OptOp::LOCAL,
+                            OptOp::GROUP,  OptOp::GEMM,   OptOp::STAGE};
   if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;
   s = s.substr(1, s.size() - 2);
   std::vector<Opt> out;
@@ -181,19 +186,20 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
 
 std::string target_key(const Target& t) {
   return fmt::format(
-      "{} v{}x{} l1 {} l2 {} panel {} gemm {} rows {} threads {} local {} grid {} cpu {} subgroup "
+      "{} v{}x{} l1 {} l2 {} panel {} gemm {} rows {} threads {} local {} tiles {} grid {} cpu {} "
+      "subgroup "
       "{} {} "
       "wg {} {},{},{} groups {},{},{} shared {} push {} s8 {} s16 {} i64 {} f64 {} native {}{}{} "
       "{}{}{} narrowing {} widening {} nan {} div {} fma {} fill {}",
       t.language == Target::Language::c ? "c" : "glsl", t.vector_floats, t.vector_registers,
-      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.threads, t.local_memory, t.grid,
-      t.cpu_device, t.subgroup_size, t.subgroup_arithmetic, t.max_workgroup_invocations,
-      t.max_workgroup_size[0], t.max_workgroup_size[1], t.max_workgroup_size[2],
-      t.max_group_count[0], t.max_group_count[1], t.max_group_count[2], t.max_shared_bytes,
-      t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64, t.native32.exp2,
-      t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2, t.native64.sin,
-      t.opaque_narrowing, t.opaque_widening, t.preserve_nan, t.exact_division, t.fused_multiply_add,
-      t.min_invocations);
+      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.threads, t.local_memory,
+      t.shared_tiles, t.grid, t.cpu_device, t.subgroup_size, t.subgroup_arithmetic,
+      t.max_workgroup_invocations, t.max_workgroup_size[0], t.max_workgroup_size[1],
+      t.max_workgroup_size[2], t.max_group_count[0], t.max_group_count[1], t.max_group_count[2],
+      t.max_shared_bytes, t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64,
+      t.native32.exp2, t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2,
+      t.native64.sin, t.opaque_narrowing, t.opaque_widening, t.preserve_nan, t.exact_division,
+      t.fused_multiply_add, t.min_invocations);
 }
 
 KernelAxes kernel_axes(const UOp& ast) {
@@ -213,6 +219,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   std::vector<int> local_axes;
   bool group = false;
   int64_t group_lanes = 0;
+  int staged = -1;  // STAGE's reduce axis
   for (const Opt& o : opts) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
@@ -230,7 +237,7 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
       if (group) fail("a grouped reduction takes no other action");
       if (type == AxisType::local) {
         lanes *= o.amount;
-      } else {
+      } else if (type != AxisType::reduce) {  // STAGE's inner steps are a loop
         if (upcast * o.amount > kMaxUpcast)
           fail(fmt::format("more than {} values per invocation", kMaxUpcast));
         upcast *= o.amount;
@@ -281,6 +288,15 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         group = true;
         group_lanes = o.amount;
         break;
+      case OptOp::STAGE: {
+        if (!target.threads || !target.grid || !target.local_memory)
+          fail("the target launches no workgroups with shared memory");
+        if (staged >= 0) fail("a list stages one reduce axis");
+        const int r = axis_of(R, "reduce");
+        split(info.reduces[r], left[G + r], AxisType::reduce);
+        staged = r;
+        break;
+      }
       case OptOp::GEMM:
         if (!target.gemm) fail("the target renders no packed GEMM");
         if (opts.size() != 1) fail("GEMM takes no other action besides it");
@@ -290,8 +306,19 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
     }
   }
   if (group) return apply_group(ast, info, group_lanes);
+  if (staged >= 0) {
+    auto fail = [&](const std::string& why) {
+      throw Error(fmt::format("apply_opts: kernel {}: STAGE in {}: {}", kernel_name(ast),
+                              to_string(opts), why));
+    };
+    if (local_axes.empty()) fail("staging needs a workgroup (LOCAL)");
+    if (left[static_cast<size_t>(G + staged)] < 2)
+      fail("the staged axis must keep an outer loop of 2 or more steps");
+  }
   if (splits.empty()) return ast;
-  return apply_splits(ast, info.next_id, splits);
+  return apply_splits(
+      ast, info.next_id, splits,
+      staged >= 0 ? info.reduces[static_cast<size_t>(staged)].arg_as<AxisArg>().id : -1);
 }
 
 }  // namespace vkgrad

@@ -21,6 +21,12 @@
 //   GROUP(0, n):   the reduction is split over a workgroup of n lanes that fold their partial
 //                  results in shared memory (targets with local memory; every reduce axis takes
 //                  part, so the axis is 0); one workgroup per output.
+//   STAGE(r, n):   reduce axis r of size N becomes (N/n, stage) * n + s (n, reduce), the other
+//                  splits of r inside s: each step of the stage loop, the workgroup copies the
+//                  tiles of the operands it shares between its lanes (a load that mentions some
+//                  LOCAL ranges and ignores others: a matmul's A and B) into shared memory, and
+//                  the inner steps read them there (stage_tiles; threads targets with a grid and
+//                  shared memory; one per list, beside at least one LOCAL).
 //   GEMM(0, 0):    the kernel renders as a packed, blocked GEMM (targets with Target::gemm; a
 //                  float32 matmul-like kernel; alone in its list).
 #pragma once
@@ -36,7 +42,7 @@
 
 namespace vkgrad {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM, STAGE };
 
 // At most this many values per invocation from upcasts and unrolls together (registers).
 constexpr int64_t kMaxUpcast = 256;

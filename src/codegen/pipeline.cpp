@@ -43,6 +43,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
                                     : "NOOPT");
   k = run_pass("apply_opts", k, [&](const UOp& u) { return apply_opts(u, p.opts, target); });
   k = run_pass("fold_vectors", k, [&](const UOp& u) { return fold_vectors(u, target); });
+  k = run_pass("stage_tiles", k, [&](const UOp& u) { return stage_tiles(u, target); });
   k = run_pass("transcendentals", k,
                [&](const UOp& u) { return decompose_transcendentals(u, target); });
   k = run_pass("decompose", k, [&](const UOp& u) { return decompose(u, target); });

@@ -619,7 +619,8 @@ class GlslRenderer : public Linearizer {
   }
   std::string barrier(int depth) const override { return indent(depth) + "barrier();\n"; }
   std::string loop_open(const UOp& r, int depth) const override {
-    const bool unroll = r.arg_as<AxisArg>().type != AxisType::reduce;
+    const AxisType t = r.arg_as<AxisArg>().type;
+    const bool unroll = t != AxisType::reduce && t != AxisType::stage;
     return fmt::format("{0}{1}for (int {2} = 0; {2} < {3}; {2}++) {{\n", indent(depth),
                        unroll ? "[[unroll]] " : "", name_of(r), range_end(r));
   }

@@ -27,8 +27,11 @@ struct Target {
   int gemm_rows = 0;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
-  bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
-  bool local_memory = false;   // shared memory and barriers: grouped reductions (Opt GROUP)
+  bool threads = false;       // GPU-style launch (SPECIAL indices, workgroups, a grid)
+  bool local_memory = false;  // shared memory and barriers: grouped reductions (Opt GROUP)
+  // The heuristics stage a matmul's operand tiles in shared memory (Opt STAGE; a search may
+  // still try it where this is off).
+  bool shared_tiles = false;
   bool grid = false;           // multi-dimensional workgroups on a 3-D grid (Opt LOCAL)
   bool cpu_device = false;     // the device is a CPU (lavapipe): a workgroup is a loop of SIMD
                                // vectors, so the heuristics keep workgroups small

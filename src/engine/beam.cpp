@@ -228,8 +228,10 @@ std::vector<Opt> beam_actions(const UOp& ast) {
     for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UPCAST, g, n});
     for (int64_t n : {2, 4, 8, 16, 32}) out.push_back({OptOp::LOCAL, g, n});
   }
-  for (int r = 0; r < static_cast<int>(axes.reduces.size()); ++r)
+  for (int r = 0; r < static_cast<int>(axes.reduces.size()); ++r) {
     for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UNROLL, r, n});
+    for (int64_t n : {2, 4, 8}) out.push_back({OptOp::STAGE, r, n});
+  }
   if (!axes.reduces.empty())
     for (int64_t n : {16, 32, 64, 128, 256}) out.push_back({OptOp::GROUP, 0, n});
   out.push_back({OptOp::GEMM, 0, 0});

@@ -35,8 +35,8 @@ uint64_t hash_string(std::string_view s) {
 }  // namespace
 
 std::string_view axis_type_name(AxisType t) {
-  static constexpr std::array<std::string_view, 7> names = {
-      "global", "local", "loop", "reduce", "upcast", "unroll", "group_reduce"};
+  static constexpr std::array<std::string_view, 8> names = {
+      "global", "local", "loop", "reduce", "upcast", "unroll", "group_reduce", "stage"};
   return names[static_cast<size_t>(t)];
 }
 

@@ -43,8 +43,10 @@ struct VarArg {
   bool operator==(const VarArg&) const = default;
 };
 
-// What a loop (RANGE) or parallel axis is for; the optimizer and renderers read it.
-enum class AxisType : uint8_t { global, local, loop, reduce, upcast, unroll, group_reduce };
+// What a loop (RANGE) or parallel axis is for; the optimizer and renderers read it. stage: the
+// outer loop of a reduction whose inner steps read operand tiles a workgroup staged in shared
+// memory (Opt STAGE).
+enum class AxisType : uint8_t { global, local, loop, reduce, upcast, unroll, group_reduce, stage };
 std::string_view axis_type_name(AxisType t);
 
 // RANGE's argument: an axis number unique within a kernel, and its kind.

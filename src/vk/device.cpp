@@ -22,8 +22,28 @@ const char* env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
+std::vector<std::string_view> words_of(std::string_view rest) {
+  std::vector<std::string_view> out;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view word = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
+    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
+    if (!word.empty()) out.push_back(word);
+  }
+  return out;
+}
+
 Switches read_switches() {
   Switches s;
+  if (const char* on = env("VKGRAD_VK_ENABLE"))
+    for (std::string_view word : words_of(on)) {
+      if (word != "shared_tiles")
+        throw DeviceError(
+            fmt::format("VKGRAD_VK_ENABLE: unknown feature '{}' (known: shared_tiles)", word));
+      s.force_shared_tiles = true;
+    }
   const char* list = env("VKGRAD_VK_DISABLE");
   if (list == nullptr) return s;
   struct Named {
@@ -50,15 +70,9 @@ Switches read_switches() {
       {"spin_wait", &Switches::spin_wait},
       {"fma", &Switches::fma},
       {"texel", &Switches::texel},
+      {"shared_tiles", &Switches::shared_tiles},
   };
-  std::string_view rest = list;
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    std::string_view word = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
-    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
-    if (word.empty()) continue;
+  for (std::string_view word : words_of(list)) {
     auto it = std::find_if(std::begin(kNames), std::end(kNames),
                            [&](const Named& n) { return n.name == word; });
     if (it == std::end(kNames)) {
@@ -333,6 +347,10 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
       c.f12.descriptorBindingStorageBufferUpdateAfterBind && sw.update_after_bind;
   c.use_shared_reduce = sw.shared_reduce;
   c.use_grid = sw.grid;
+  // lavapipe runs a workgroup as a loop of SIMD vectors, and a barrier as a switch between them:
+  // its lanes share operands through the CPU's caches already.
+  c.use_shared_tiles = sw.shared_tiles && c.use_grid && c.use_shared_reduce &&
+                       (c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || sw.force_shared_tiles);
   c.use_fma = sw.fma;
   // lavapipe's texel fetches gather where its storage-buffer loads loop over the lanes
   // (Target::texel_loads; scalar fetches too before Mesa 23, measured on 22.3 and 25.0; lavapipe
@@ -433,13 +451,18 @@ std::string describe_caps(int index, const Caps& c) {
                        : " (not in compute shaders)");
   s += fmt::format(
       "\n  shared memory {}; workgroup up to {} invocations, size {}x{}x{}, count "
-      "{}x{}x{}; grouped reductions in shared memory {}{}; workgroup grids (Opt LOCAL) {}",
+      "{}x{}x{}; grouped reductions in shared memory {}{}; workgroup grids (Opt LOCAL) {}; "
+      "matmul tiles staged in shared memory {}",
       bytes_text(l.maxComputeSharedMemorySize), l.maxComputeWorkGroupInvocations,
       l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2],
       l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1], l.maxComputeWorkGroupCount[2],
       c.use_shared_reduce ? "yes" : "off (VKGRAD_VK_DISABLE)",
       c.use_subgroup_arithmetic ? ", folded within subgroups" : "",
-      c.use_grid ? "yes" : "off (VKGRAD_VK_DISABLE)");
+      c.use_grid ? "yes" : "off (VKGRAD_VK_DISABLE)",
+      c.use_shared_tiles ? "yes"
+      : c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+          ? "no (a device that runs on the CPU; VKGRAD_VK_ENABLE=shared_tiles forces them)"
+          : "off (VKGRAD_VK_DISABLE)");
   s += fmt::format(
       "\n  buffers: maxStorageBufferRange {}, maxMemoryAllocationSize {}, buffer "
       "device address {} (larger buffers {})",

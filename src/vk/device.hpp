@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkgrad::vk {
@@ -26,13 +27,21 @@ struct Switches {
   bool storage8 = true, storage16 = true;
   bool push_descriptor = true, bda = true, timestamps = true, timeline = true;
   bool shared_reduce = true, update_after_bind = true, mapped = true;
-  bool grid = true;       // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
-  bool subgroup = true;   // grouped reductions fold within subgroups (subgroupAdd)
-  bool spin_wait = true;  // a GPU's waits poll briefly before they block (Queue::wait)
-  bool fma = true;        // float32 sums of products accumulate with fma (fused_multiply_add)
-  bool texel = true;      // lavapipe reads inputs as texel buffers (Target::texel_loads)
+  bool grid = true;          // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
+  bool subgroup = true;      // grouped reductions fold within subgroups (subgroupAdd)
+  bool spin_wait = true;     // a GPU's waits poll briefly before they block (Queue::wait)
+  bool fma = true;           // float32 sums of products accumulate with fma (fused_multiply_add)
+  bool texel = true;         // lavapipe reads inputs as texel buffers (Target::texel_loads)
+  bool shared_tiles = true;  // a GPU's matmuls stage operand tiles in shared memory (Opt STAGE)
+  // VKGRAD_VK_ENABLE=shared_tiles: staged tiles on a device that runs on the CPU too (off there
+  // by default: slower; the tests run them on lavapipe this way).
+  bool force_shared_tiles = false;
 };
-// Parses VKGRAD_VK_DISABLE; throws DeviceError naming the known switches on an unknown one.
+// The words of a comma-separated list (an environment switch's), spaces trimmed, empty ones
+// skipped.
+std::vector<std::string_view> words_of(std::string_view list);
+// Parses VKGRAD_VK_DISABLE and VKGRAD_VK_ENABLE; throws DeviceError naming the known switches on
+// an unknown one.
 Switches read_switches();
 
 // The process's instance. Created on first use and never destroyed: drivers and layers are
@@ -83,6 +92,7 @@ struct Caps {
   bool use_push_descriptor = false, use_bda = false, use_timestamps = false;
   bool use_timeline = false, use_update_after_bind = false, use_shared_reduce = false;
   bool use_grid = false;
+  bool use_shared_tiles = false;         // Target::shared_tiles: a GPU with shared memory and grids
   bool use_fma = false;                  // Target::fused_multiply_add
   bool use_texel_loads = false;          // Target::texel_loads
   bool use_texel_scalars = false;        // Target::texel_scalar_loads

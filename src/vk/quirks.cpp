@@ -29,14 +29,7 @@ struct ForcedQuirks {
 ForcedQuirks forced_quirks() {
   const char* list = env("VKGRAD_VK_QUIRKS");
   ForcedQuirks forced;
-  std::string_view rest = list != nullptr ? list : "";
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    std::string_view word = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
-    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
-    if (word.empty()) continue;
+  for (std::string_view word : words_of(list != nullptr ? list : "")) {
     const bool on = word.front() != '-';
     if (!on) word.remove_prefix(1);
     if (word == "narrowing_cast")

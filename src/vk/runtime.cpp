@@ -34,6 +34,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.float64 = c.use_fp64;
   t.local_memory = c.use_shared_reduce;
   t.grid = c.use_grid;
+  t.shared_tiles = c.use_shared_tiles;
   t.fused_multiply_add = c.use_fma;
   t.texel_loads = c.use_texel_loads;
   t.texel_scalar_loads = c.use_texel_scalars;

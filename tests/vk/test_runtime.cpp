@@ -384,6 +384,29 @@ TEST_F(VulkanTest, FallbackPaths) {
   for (void* p : b) plain->free(p);
 }
 
+// VKGRAD_VK_ENABLE forces staged matmul tiles on a device that runs on the CPU (a GPU has them);
+// an unknown word is a DeviceError naming the known ones.
+TEST_F(VulkanTest, EnableSwitches) {
+  auto open_with = [](const char* list) {
+    ::setenv("VKGRAD_VK_ENABLE", list, 1);
+    try {
+      std::unique_ptr<Runtime> r = make_runtime(-1);
+      ::unsetenv("VKGRAD_VK_ENABLE");
+      return r->describe();
+    } catch (...) {
+      ::unsetenv("VKGRAD_VK_ENABLE");
+      throw;
+    }
+  };
+  EXPECT_THAT(open_with("shared_tiles"), HasSubstr("matmul tiles staged in shared memory yes"));
+  try {
+    open_with("shared_tiles, warp_drive");
+    ADD_FAILURE() << "an unknown feature was accepted";
+  } catch (const DeviceError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown feature 'warp_drive' (known: shared_tiles)"));
+  }
+}
+
 // Driver quirks (quirks.hpp): probed when a device first opens in a process, without touching
 // the counters tests read, or forced on or off by VKGRAD_VK_QUIRKS.
 TEST(VulkanQuirks, ProbesAreNotCounted) {
