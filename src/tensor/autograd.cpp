@@ -16,12 +16,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <mutex>
 #include <numbers>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "engine/realize.hpp"
+#include "ir/node_index.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "tensor/tensor_impl.hpp"
 
@@ -119,11 +121,13 @@ UOp step_through(const UOp& u, const Targets& t) {
 
 // The sources of u a gradient can flow to: none out of leaves, DETACH and integer or bool nodes
 // (gradients live on float values); a realized buffer's only "source" is the graph it was
-// computed from (step_through).
-void grad_sources(const UOp& u, const Targets& t, std::vector<UOp>& out) {
-  out.clear();
+// computed from (step_through), which `held` keeps alive. Appended to `out` as pointers to the
+// nodes' own source handles (no reference counting on the way).
+void grad_sources(const UOp& u, const Targets& t, std::vector<const UOp*>& out,
+                  std::deque<UOp>& held) {
   if (UOp step = step_through(u, t)) {
-    out.push_back(std::move(step));
+    held.push_back(std::move(step));
+    out.push_back(&held.back());
     return;
   }
   switch (u.op()) {
@@ -139,44 +143,64 @@ void grad_sources(const UOp& u, const Targets& t, std::vector<UOp>& out) {
   }
   if (!u.dtype().is_float()) return;
   for (const UOp& s : u.src())
-    if (s.dtype().is_float()) out.push_back(s);
+    if (s.dtype().is_float()) out.push_back(&s);
 }
 
-// Nodes reachable from `root` along gradient edges, sources before users (post-order). Nodes in
-// `known` are neither entered nor listed.
-std::vector<UOp> walk(const UOp& root, const Targets& t, const NodeSet& known = {}) {
-  std::vector<UOp> order;
-  NodeSet entered;
-  std::vector<std::pair<UOp, bool>> stack{{root, false}};
-  std::vector<UOp> srcs;
-  while (!stack.empty()) {
-    auto [u, done] = stack.back();
-    stack.pop_back();
-    if (done) {
-      order.push_back(std::move(u));
-      continue;
+// Walks along gradient edges. walk(root) marks the nodes reachable from root that reach an
+// anchor and lists in `order`, when given, those that no earlier walk of this object met, sources
+// before users (post-order): one pass, each node's sources found once (a plain forward's realize
+// walks its whole graph, so this runs per forward). An earlier walk's nodes keep their marks, so
+// the shared subgraphs of a batch of roots are walked once.
+class GradWalk {
+ public:
+  explicit GradWalk(const Targets& t) : t_(t) {}
+
+  void walk(const UOp& root, std::vector<UOp>* order = nullptr) {
+    if (index_.find(root.get()) != NodeIndex::kNone) return;
+    struct Frame {
+      const UOp* u;
+      uint32_t id;              // its number in index_
+      size_t begin, next, end;  // its sources: pool[begin, end), the next one to enter
+    };
+    std::vector<Frame> stack;
+    std::vector<const UOp*> pool;
+    auto enter = [&](const UOp* u) {
+      const uint32_t id = index_.insert(u->get());
+      marks_.push_back(0);
+      const size_t begin = pool.size();
+      grad_sources(*u, t_, pool, held_);
+      stack.push_back({u, id, begin, begin, pool.size()});
+    };
+    enter(&root);
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.end) {
+        const UOp* s = pool[f.next++];
+        if (index_.find(s->get()) == NodeIndex::kNone) enter(s);  // (f is not used after a push)
+        continue;
+      }
+      // Done: every source's mark is final. Its sources are the pool's tail.
+      const UOp* u = f.u;
+      const size_t begin = f.begin;
+      bool reaches = t_.anchors.count(u->get()) > 0;
+      for (size_t i = begin; i < f.end && !reaches; ++i) reaches = on_path(*pool[i]);
+      if (reaches) marks_[f.id] = 1;
+      if (order) order->push_back(*u);
+      pool.resize(begin);
+      stack.pop_back();
     }
-    if (known.count(u.get()) || !entered.insert(u.get()).second) continue;
-    stack.push_back({u, true});
-    grad_sources(u, t, srcs);
-    for (const UOp& s : srcs)
-      if (!entered.count(s.get()) && !known.count(s.get())) stack.push_back({s, false});
   }
-  return order;
-}
+  bool on_path(const UOp& u) const {
+    const uint32_t i = index_.find(u.get());
+    return i != NodeIndex::kNone && marks_[i];
+  }
 
-// Marks in `on_path` (and returns whether root is there) the nodes of `order` that reach an
-// anchor along gradient edges; `order` lists sources before users.
-bool mark_on_path(const std::vector<UOp>& order, const Targets& t, NodeSet& on_path) {
-  std::vector<UOp> srcs;
-  for (const UOp& u : order) {
-    bool r = t.anchors.count(u.get()) > 0;
-    grad_sources(u, t, srcs);
-    for (const UOp& s : srcs) r = r || on_path.count(s.get());
-    if (r) on_path.insert(u.get());
-  }
-  return !order.empty() && on_path.count(order.back().get());
-}
+ private:
+  const Targets& t_;
+  NodeIndex index_;             // the nodes walked so far, numbered
+  std::vector<uint8_t> marks_;  // by number: reaches an anchor
+  std::deque<UOp> held_;        // the kept graphs and origins the walk stepped to
+};
 
 // ---- the rules ----------------------------------------------------------------------------------
 constexpr double kLn2 = std::numbers::ln2;
@@ -411,18 +435,11 @@ void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
   for (size_t i = 0; i < impls.size(); ++i)
     if (impls[i]->requires_grad) t.anchors.insert(anchor(before[i]).get());
   // Which nodes reach an anchor, memoized across the batch (shared subgraphs are walked once).
-  NodeSet seen, on_path;
-  auto depends = [&](const UOp& root) {
-    if (!seen.count(root.get())) {
-      const std::vector<UOp> order = walk(root, t, seen);
-      mark_on_path(order, t, on_path);
-      for (const UOp& u : order) seen.insert(u.get());
-    }
-    return on_path.count(root.get()) > 0;
-  };
+  GradWalk w(t);
   for (size_t i = 0; i < impls.size(); ++i) {
     Tensor::Impl& im = *impls[i];
-    if (!depends(before[i])) continue;
+    w.walk(before[i]);
+    if (!w.on_path(before[i])) continue;
     im.grad_graph = before[i];
     im.grad_view = im.uop;
     registry().add(impls[i]);
@@ -435,8 +452,9 @@ void keep_copy_for_autograd(const UOp& buffer, const Tensor& src, const std::str
   const UOp copy =
       UOp::make(Ops::COPY, src.dtype(),
                 {uop(src), UOp::make(Ops::DEVICE, dtypes::void_, {}, device)}, src.device());
-  NodeSet on_path;
-  if (mark_on_path(walk(copy, t), t, on_path)) engine::set_origin(buffer, copy);
+  GradWalk w(t);
+  w.walk(copy);
+  if (w.on_path(copy)) engine::set_origin(buffer, copy);
 }
 
 }  // namespace tensor
@@ -489,12 +507,13 @@ void Tensor::backward() const {
   const Targets t = collect_targets();
   if (t.leaves.empty()) return;
   const UOp root = value_node(*impl());
-  const std::vector<UOp> order = walk(root, t);
   // Prune: only nodes on a path to an anchor get a gradient.
-  NodeSet on_path;
-  if (!mark_on_path(order, t, on_path)) return;
+  GradWalk w(t);
+  std::vector<UOp> order;
+  w.walk(root, &order);
+  if (!w.on_path(root)) return;
   for (const UOp& u : order) {
-    if ((u.op() != Ops::RESHAPE && u.op() != Ops::EXPAND) || !on_path.count(u.get())) continue;
+    if ((u.op() != Ops::RESHAPE && u.op() != Ops::EXPAND) || !w.on_path(u)) continue;
     for (int64_t d : u.arg_as<IntTuple>())
       if (lazy::is_sym(d))
         throw Error(fmt::format(
@@ -506,7 +525,7 @@ void Tensor::backward() const {
   Context c{{}, device()};
   std::unordered_map<const UOpNode*, Tensor> grads;
   auto add = [&](const UOp& to, Tensor g) {
-    if (!on_path.count(to.get())) return;
+    if (!w.on_path(to)) return;
     if (g.dtype() != to.dtype()) g = g.cast(to.dtype());
     if (g.shape() != c.shapes(to))
       throw InternalError(fmt::format("backward: a gradient of shape {} for a {} of shape {}",
@@ -517,7 +536,8 @@ void Tensor::backward() const {
   };
   add(root, Tensor::ones(c.shapes(root), root.dtype(), device()));
   // Users before sources: each node's gradient is complete when its rule runs.
-  std::vector<UOp> srcs;
+  std::vector<const UOp*> srcs;
+  std::deque<UOp> held;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const UOp& u = *it;
     auto g = grads.find(u.get());
@@ -526,7 +546,8 @@ void Tensor::backward() const {
       add(step, g->second.reshape(c.shapes(step)));
       continue;
     }
-    grad_sources(u, t, srcs);
+    srcs.clear();
+    grad_sources(u, t, srcs, held);
     if (srcs.empty()) continue;     // a leaf of the walk
     c.device = g->second.device();  // a node's gradient is on the node's device
     const Grads gs = gradient(u, g->second, c);
