@@ -117,9 +117,10 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
   if (values < 16 || !target.grid || !target.local_memory || k < 16) return false;
   int64_t invocations = 1;
   for (const int64_t n : left) invocations *= n;
-  // The lanes along an axis: 16 or 8 where they divide what the tile left of it.
+  // The lanes along an axis: the largest count from `most` down to 4 that divides what the tile
+  // left of it (16 or 8; 7 for an MLP's 784 columns by 8, where 8 lanes are the most).
   auto lanes_along = [&](int g, int64_t most) {
-    for (int64_t d = most; d >= 4; d /= 2)
+    for (int64_t d = most; d >= 4; --d)
       if (left[static_cast<size_t>(g)] % d == 0) return d;
     return int64_t{1};
   };

@@ -4,6 +4,7 @@
 // target with shared tiles; STAGE's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vkgrad/vkgrad.hpp>
@@ -118,6 +119,12 @@ TEST(Stage, HeuristicsStageLargeMatmulsWhereTheTargetWantsIt) {
   ASSERT_EQ(o.size(), 7u);
   EXPECT_EQ(o[4], (Opt{OptOp::LOCAL, 1, 8}));
   EXPECT_EQ(o[5], (Opt{OptOp::LOCAL, 0, 8}));
+  // 784 columns by 8 leave 98: 7 lanes along them (an MLP's layer, 8 x 7 lanes).
+  const UOp mlp = scheduled_kernel(input({256, 512}).matmul(input({512, 784})));
+  const std::vector<Opt> m = heuristic_opts(mlp, t);
+  ASSERT_FALSE(m.empty());
+  EXPECT_EQ(m.back().op, OptOp::STAGE);
+  EXPECT_NE(std::find(m.begin(), m.end(), Opt{OptOp::LOCAL, 1, 7}), m.end()) << to_string(m);
   // Without shared tiles (a device that runs on the CPU, unless forced): no STAGE.
   for (const Opt& x : heuristic_opts(mm, full_target())) EXPECT_NE(x.op, OptOp::STAGE);
 }
