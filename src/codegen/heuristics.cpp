@@ -16,7 +16,10 @@
 //                 vec4 10.5-13.5).
 //   few outputs, long reductions (outputs < 4096, or < 65536 without reuse, < 64 on a device
 //                 that runs on the CPU; reduce size >= 256, shared memory): GROUP, one workgroup
-//                 of up to 256 lanes per output, fewer where shared memory is short.
+//                 of up to 256 lanes per output, fewer where shared memory is short. On a GPU
+//                 (Target::min_invocations), below that many outputs: reductions of 128 steps
+//                 without reuse (two steps a lane at least), and matmuls (not convolutions) of
+//                 256 over a subgroup's 32 or 64 lanes.
 //   other reductions: the innermost reduce axis by 4 where a load runs along it (UNROLL: vec4
 //                 loads, one accumulator) (lavapipe, sum 16M: 4.1 -> 9.6 GB/s; softmax 4096^2:
 //                 62 -> 47 ms).
@@ -184,15 +187,32 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   };
   // A device that runs on the CPU has parallelism enough from a few workgroups and pays for
   // every barrier: it groups only reductions to fewer outputs than that. A GPU needs tens of
-  // thousands of lanes in flight: a reduction without reuse (softmax's rows, a norm) groups
-  // up to 64K outputs (H100, softmax 4096^2: 0.57 -> 0.18 ms), a matmul-like one keeps its
-  // register tiles from 4096 up.
+  // thousands of lanes in flight (Target::min_invocations): below that many outputs a reduction
+  // of 128 steps or more without reuse (softmax's rows, a norm) groups its steps over up to 256
+  // lanes, two steps each at least (H100, softmax 4096^2: 0.57 -> 0.18 ms; the encoder's
+  // attention rows of 128: 1.7-2.6x), and a matmul of 256 steps or more over a subgroup's 32
+  // (or 64) lanes instead of register tiles its few outputs would leave to a few thousand
+  // invocations (the encoder's FFN projections, 128 x 256 outputs: 2-5x, what BEAM found); not
+  // a convolution (ResNet-50 under Jit: 3.3 -> 6.4 ms grouped). Without the minimum, matmul-like
+  // kernels keep their register tiles from 4096 outputs.
   const bool reused = G > 0 && has_reuse(info, info.globals.back());
-  const int64_t group_below = target.cpu_device ? 64 : reused ? 4096 : 65536;
+  const bool gpu = !target.cpu_device && target.min_invocations > 0;
+  // Several reduce axes, or several output axes and a reduction of 128 or more (an NCHW 1 x 1
+  // conv): a convolution, whose register tiles already leave Target::min_invocations
+  // invocations (below).
+  const bool conv_like = info.reduces.size() > 1 || (G > 2 && prod_sizes(info.reduces) >= 128);
+  const int64_t group_below = target.cpu_device   ? 64
+                              : gpu && !conv_like ? target.min_invocations
+                              : reused            ? 4096
+                                                  : 65536;
+  const int64_t steps = prod_sizes(info.reduces);
   if (target.local_memory && prod_sizes(info.globals) < group_below &&
-      prod_sizes(info.reduces) >= 256 && reductions_span_all_axes(ast)) {
+      steps >= (gpu && !reused ? 128 : 256) && reductions_span_all_axes(ast)) {
     const int64_t per_lane = group_shared_bytes(ast, 1);
-    int64_t lanes = std::min<int64_t>(256, target.max_workgroup_invocations);
+    int64_t lanes =
+        std::min<int64_t>(gpu && reused ? std::max<int64_t>(32, target.subgroup_size) : 256,
+                          target.max_workgroup_invocations);
+    while (gpu && lanes > 2 && lanes * 2 > steps) lanes /= 2;
     while (lanes > 2 && lanes * per_lane > target.max_shared_bytes) lanes /= 2;
     if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
       return {{OptOp::GROUP, 0, lanes}};
@@ -215,7 +235,6 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // as long); the 7 x 7 x 512 convs had 448 invocations of 8 x 7 outputs, leaving 118 of 132
   // multiprocessors idle.
   const int64_t outputs = prod_sizes(info.globals);
-  const bool conv_like = info.reduces.size() > 1 || (G > 2 && prod_sizes(info.reduces) >= 128);
   const int64_t fill = conv_like ? target.min_invocations : target.min_invocations / 16;
   int64_t tile = kMaxUpcast;  // values per invocation the upcasts may still take
   if (fill > 0 && outputs > 0) tile = std::max<int64_t>(1, outputs / fill);

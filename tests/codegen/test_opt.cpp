@@ -105,6 +105,24 @@ TEST(Opt, LocalSplitsAnAxisIntoTheWorkgroup) {
   EXPECT_EQ(q.groups, (std::array<uint32_t, 3>{4, 16, 1}));
 }
 
+// A GPU that needs tens of thousands of invocations groups the reductions of kernels with fewer
+// outputs than that: a matmul's few outputs over a subgroup's lanes (the encoder's FFN
+// projection, 128 x 256 outputs of 1024 steps), short rows over two steps a lane at least.
+TEST(Opt, GpuGroupsReductionsOfFewOutputs) {
+  Target gpu = full_target();
+  gpu.min_invocations = 65536;
+  gpu.subgroup_size = 32;
+  const UOp ffn = scheduled_kernel(input({128, 1024}).matmul(input({1024, 256})));
+  EXPECT_EQ(heuristic_opts(ffn, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 32}}));
+  const UOp rows = scheduled_kernel(input({4, 128, 128}).max(2));
+  EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 64}}));
+  // Enough outputs: register tiles (and staged ones where the target has them).
+  const UOp big = scheduled_kernel(input({512, 256}).matmul(input({256, 512})));
+  EXPECT_NE(heuristic_opts(big, gpu).front().op, OptOp::GROUP);
+  // Without the minimum (a target that does not say), the 4096-output rule.
+  EXPECT_NE(heuristic_opts(ffn, full_target()).front().op, OptOp::GROUP);
+}
+
 TEST(Opt, HeuristicsPerTarget) {
   const Target cpu = cpu::host_target(), gpu = full_target();
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
