@@ -36,10 +36,10 @@
 //                 so that its loads are uniform per workgroup (the grid's coordinates); or, on a
 //                 GPU with shared tiles (Target::shared_tiles) and one reduce axis, lanes along
 //                 both tiled axes and the reduction staged through shared memory (Opt STAGE;
-//                 H100: matmul 2048 18 -> 26 TFLOPS, 1024 15 -> 18, the MLP training step under
-//                 Jit 0.50 -> 0.38 ms). On a
-//                 device that runs on the CPU, a convolution's tile is filled to 64 values
-//                 with its rows and its window's short last axis unrolled.
+//                 H100: matmul 2048 18 -> 25 TFLOPS, 1024 15 -> 18, the MLP training step under
+//                 Jit 0.52 -> 0.33 ms). On a device that runs on the CPU, a convolution's tile
+//                 is filled to 64 values with its rows and its window's short last axis
+//                 unrolled.
 // A symbolic axis is never split: no factor divides an unknown size.
 #include <algorithm>
 
@@ -106,11 +106,10 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
 // innermost output axis and `second`, gets a workgroup of lanes along both (16 x 16 where the
 // grid keeps Target::min_invocations / 512 workgroups, else 8 x 8), and its one reduction is
 // staged 16 steps at a time, or 8 where shared memory is short (Opt STAGE after the vec4 UNROLL
-// by 4, or alone): each step the
-// workgroup copies its rows' A tile and its columns' B tile into shared memory once, where the
-// lanes read them, instead of each lane reading its rows and columns from the caches (a 16 x 16
-// workgroup of 8 x 8 tiles loads each operand element 128 times less often). Appends to `opts`
-// and says whether it did.
+// by 4, or alone): each step the workgroup copies its rows' A tile and its columns' B tile into
+// shared memory once, where the lanes read them, instead of each lane reading its rows and
+// columns from the caches (a 16 x 16 workgroup of 8 x 8 tiles loads each operand element 128
+// times less often). Appends to `opts` and says whether it did.
 bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
                     std::vector<int64_t> left, std::vector<Opt>& opts) {
   const int G = static_cast<int>(info.globals.size());
@@ -209,10 +208,10 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   if (target.local_memory && prod_sizes(info.globals) < group_below &&
       steps >= (gpu && !reused ? 128 : 256) && reductions_span_all_axes(ast)) {
     const int64_t per_lane = group_shared_bytes(ast, 1);
-    int64_t lanes =
-        std::min<int64_t>(gpu && reused ? std::max<int64_t>(32, target.subgroup_size) : 256,
-                          target.max_workgroup_invocations);
-    while (gpu && lanes > 2 && lanes * 2 > steps) lanes /= 2;
+    int64_t lanes = std::min<int64_t>(
+        gpu && reused && !conv_like ? std::max<int64_t>(32, target.subgroup_size) : 256,
+        target.max_workgroup_invocations);
+    while (gpu && !reused && lanes > 2 && lanes * 2 > steps) lanes /= 2;
     while (lanes > 2 && lanes * per_lane > target.max_shared_bytes) lanes /= 2;
     if (lanes >= 2 && lanes * per_lane <= target.max_shared_bytes)
       return {{OptOp::GROUP, 0, lanes}};
