@@ -87,8 +87,8 @@ std::vector<UOp> flat_ranges(const RangeInfo& r) {
 
 }  // namespace
 
-bool launches_as_grid(const UOp& kernel, const Target& target) {
-  return grid_of(collect_ranges(kernel), target).has_value();
+bool launches_as_grid(const RangeInfo& ranges, const Target& target) {
+  return grid_of(ranges, target).has_value();
 }
 
 void plan_launch(const UOp& kernel, const Target& target, Program& p) {

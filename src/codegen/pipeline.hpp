@@ -44,8 +44,10 @@ UOp fold_vectors(const UOp& kernel, const Target& target);
 // the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math is int32
 // in shaders: an index space or a variable beyond it is a DeviceError.
 void plan_launch(const UOp& kernel, const Target& target, Program& p);
-// Whether the kernel launches as a grid whose workgroups are its LOCAL lanes (launch.cpp).
-bool launches_as_grid(const UOp& kernel, const Target& target);
+// Whether a kernel with these ranges (collect_ranges) launches as a grid whose workgroups are its
+// LOCAL lanes (launch.cpp).
+struct RangeInfo;
+bool launches_as_grid(const RangeInfo& ranges, const Target& target);
 // A staged reduction (Opt STAGE): each step of its stage loop, the workgroup copies the operand
 // tiles its lanes share into shared memory (DEFINE_LOCAL, STOREs, one BARRIER) and the steps
 // inside read them there (stage.cpp).

@@ -18,6 +18,7 @@ RangeInfo collect_ranges(const UOp& ast) {
       if (a.type == AxisType::reduce) info.reduces.push_back(u);
       if (a.type == AxisType::local) info.locals.push_back(u);
       if (a.type == AxisType::group_reduce) info.group = u;
+      if (a.type == AxisType::stage) info.stage = u;
     }
     if (u.op() == Ops::LOAD) info.load_indices.push_back(u.src(0).src(1));
   }
@@ -46,11 +47,13 @@ bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b) {
                      [&](const UOp& idx) { return mentions(idx, a) && !mentions(idx, b); });
 }
 
+bool steps_by_one(const UOp& idx, const UOp& r) {
+  return simplify(substitute(idx, {{r, r + 1}}) - idx).is_const(1);
+}
+
 bool contiguous_along(const RangeInfo& info, const UOp& r) {
-  const std::unordered_map<UOp, UOp, UOpHash> next{{r, r + 1}};
-  return std::any_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
-    return mentions(idx, r) && simplify(substitute(idx, next) - idx).is_const(1);
-  });
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                     [&](const UOp& idx) { return mentions(idx, r) && steps_by_one(idx, r); });
 }
 
 int64_t prod_sizes(const std::vector<UOp>& ranges) {

@@ -13,6 +13,7 @@ struct RangeInfo {
   std::vector<UOp> globals, reduces;  // by id
   std::vector<UOp> locals;            // LOCAL's workgroup ranges, by id
   UOp group;                          // GROUP's lanes (a group_reduce range), or null
+  UOp stage;                          // STAGE's stage loop (a stage range), or null
   std::vector<UOp> load_indices;      // index expressions of every LOAD
   int64_t next_id = 0;                // above every range id of the kernel
 };
@@ -23,7 +24,9 @@ bool mentions(const UOp& expr, const UOp& range);
 bool has_reuse(const RangeInfo& info, const UOp& g);
 // Some load that mentions `a` ignores `b`: upcasting both reuses loads along either.
 bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b);
-// Some load reads consecutive elements as `r` steps by one (its index grows by exactly 1).
+// The index expression grows by exactly 1 as `r` steps by one.
+bool steps_by_one(const UOp& idx, const UOp& r);
+// Some load reads consecutive elements as `r` steps by one (steps_by_one of its index).
 bool contiguous_along(const RangeInfo& info, const UOp& r);
 // The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
 // only compared with thresholds).

@@ -121,7 +121,7 @@ struct Stager {
       std::vector<UOp> order = coords;
       const UOp& idx = ld.src(0).src(1);
       for (size_t i = 0; i < order.size(); ++i)
-        if (simplify(substitute(idx, {{order[i], order[i] + int64_t{1}}}) - idx).is_const(1)) {
+        if (steps_by_one(idx, order[i])) {
           std::rotate(order.begin() + static_cast<long>(i),
                       order.begin() + static_cast<long>(i) + 1, order.end());
           break;
@@ -158,13 +158,11 @@ struct Stager {
 }  // namespace
 
 UOp stage_tiles(const UOp& kernel, const Target& target) {
-  UOp step;
-  for (const UOp& u : toposort(kernel))
-    if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::stage) step = u;
-  if (!step || !launches_as_grid(kernel, target)) return kernel;
+  const RangeInfo info = collect_ranges(kernel);
+  const UOp& step = info.stage;
+  if (!step || !launches_as_grid(info, target)) return kernel;
   if (!target.local_memory)
     throw InternalError("stage_tiles: a staged reduction on a target without shared memory");
-  const RangeInfo info = collect_ranges(kernel);
   Stager s{info.locals, UOp::const_(dtypes::index, int64_t{0})};
   for (const UOp& l : info.locals) {
     s.lane = s.lane * range_size(l) + l;
