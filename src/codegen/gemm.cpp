@@ -10,10 +10,13 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
+#include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/interp.hpp"
+#include "ir/scalar.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
@@ -89,6 +92,73 @@ bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s) {
   return simplify(substitute(held, {{out, out + 1}, {tap, tap - s}})) == simplify(held);
 }
 
+// The window copy's interior (GemmWindow::lo, hi, interior, row_mask). The masks are the clauses
+// of the value's WHERE conditions and load gates; a clause that reads memory (a fused ReLU's
+// comparison) is data, not a mask, and stays. The columns where the masks along x hold are found
+// by evaluating them at every column of every phase: planes are at most a few hundred columns.
+void find_interior(GemmWindow& w) {
+  std::vector<UOp> clauses;
+  std::unordered_set<const UOpNode*> seen;
+  auto split = [&](const UOp& gate, auto&& self) -> void {
+    if (gate.op() == Ops::AND && gate.dtype() == dtypes::bool_) {
+      self(gate.src(0), self);
+      self(gate.src(1), self);
+    } else if (seen.insert(gate.get()).second) {
+      clauses.push_back(gate);
+    }
+  };
+  for (const UOp& u : toposort(w.value)) {
+    if (u.op() == Ops::WHERE) split(u.src(0), split);
+    if (u.op() == Ops::INDEX && u.src().size() > 2) split(u.src(2), split);
+  }
+  std::vector<UOp> along, row;
+  std::unordered_map<UOp, UOp, UOpHash> known;
+  const UOp yes = UOp::const_(dtypes::bool_, true);
+  for (const UOp& c : clauses) {
+    bool reads = false, on_x = false, other = false;
+    for (const UOp& n : toposort(c)) {
+      if (n.op() == Ops::LOAD) reads = true;
+      if (n.op() == Ops::RANGE) (n == w.x || n == w.px ? on_x : other) = true;
+      if (n.op() == Ops::DEFINE_VAR || n.op() == Ops::SPECIAL) other = true;
+    }
+    if (reads) continue;
+    if (on_x && other) return;
+    (on_x ? along : row).push_back(c);
+    known.emplace(c, yes);
+  }
+  if (known.empty()) return;  // nothing masked: the copy vectorizes as it is
+  std::vector<int64_t> lo, hi;
+  try {
+    InterpEnv env;
+    for (int64_t px = 0; px < w.sx; ++px) {
+      if (w.px.op() == Ops::RANGE) env.ranges[w.px.arg_as<AxisArg>().id] = px;
+      int64_t first = w.cols, end = w.cols;
+      for (int64_t x = 0; x < w.cols; ++x) {
+        env.ranges[w.x.arg_as<AxisArg>().id] = x;
+        const bool holds = std::all_of(along.begin(), along.end(),
+                                       [&](const UOp& c) { return as_bool(evaluate(c, env)); });
+        if (holds && first == w.cols) first = x;
+        if (holds && end != w.cols) return;  // a second run
+        if (!holds && first != w.cols && end == w.cols) end = x;
+      }
+      lo.push_back(first);
+      hi.push_back(std::max(first, end));
+    }
+  } catch (const Error&) {
+    return;  // a mask the interpreter cannot evaluate: the copy stays as it is
+  }
+  w.lo = std::move(lo), w.hi = std::move(hi);
+  w.interior = simplify(substitute(w.value, known));
+  std::unordered_map<UOp, UOp, UOpHash> ungated;  // loads whose gate is now always true
+  for (const UOp& u : toposort(w.interior))
+    if (u.op() == Ops::INDEX && u.src().size() > 2 && u.src(2) == yes)
+      ungated.emplace(u, u.src(0).index(u.src(1)));
+  w.interior = substitute(w.interior, ungated);
+  w.row_mask = yes;
+  for (const UOp& c : row) w.row_mask = w.row_mask & c;
+  w.row_mask = simplify(w.row_mask);
+}
+
 // B's window (GemmWindow) where b slides along its two n ranges with the last two k ranges.
 std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
   if (p.n.size() != 2 || p.k.size() < 2) return std::nullopt;
@@ -135,6 +205,7 @@ std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
   w.rest.assign(p.k.begin(), p.k.end() - 2);
   w.ky = ky, w.kx = kx;
   w.plane = prod_sizes(w.rest) * w.sy * w.sx * w.rows * w.cols;
+  find_interior(w);
   return w;
 }
 

@@ -38,6 +38,14 @@ struct GemmWindow {
   int64_t rows = 0, cols = 0;
   int64_t plane = 0;   // rest x sy x sx x rows x cols floats, then zeros for the last strip's reach
   int64_t floats = 0;  // the copy with its zeros, rounded to 16
+  // The interior, where the copy is a plain read: for each phase px, the columns [lo, hi) where
+  // every mask along the columns holds; in a row where `row_mask` (the masks that ignore x and
+  // px) holds too, those columns copy `interior`, the value with all of its masks true, which the
+  // C compiler vectorizes (masked reads it does not: it turns a pad's compares into a switch).
+  // The columns outside it copy `value`. `lo` is empty where the masks along x mix in other
+  // ranges or do not hold over one run of columns.
+  std::vector<int64_t> lo, hi;
+  UOp interior, row_mask;
 };
 
 struct GemmPlan {

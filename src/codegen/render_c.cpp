@@ -466,16 +466,44 @@ class CRenderer : public Linearizer {
                                 "y_hi = y_end < {2} ? y_end : {2};",
                                 win->cols, win->rows - range_size(p.n[0]) + 1, win->rows));
       open(name_of(win->y), by_cols ? "y_lo" : "0", by_cols ? "y_hi" : std::to_string(win->rows));
-      out += kVectorize;
-      open(name_of(win->x), "0", std::to_string(win->cols));
-      Names names;
-      std::vector<UOp> nodes;
-      for (const UOp& u : toposort(win->value))
-        if (!is_inline(u)) nodes.push_back(u);
-      emit_nodes(nodes, depth, out, names);
-      line(depth,
-           fmt::format("pack_b[(({}) * {} + {}) * {} + {}] = {};", plane, win->rows,
-                       name_of(win->y), win->cols, name_of(win->x), operand(win->value, names)));
+      const std::string x = name_of(win->x), cols = std::to_string(win->cols);
+      auto copy = [&](const UOp& value, Names names) {
+        std::vector<UOp> nodes;
+        for (const UOp& u : toposort(value))
+          if (!is_inline(u)) nodes.push_back(u);
+        emit_nodes(nodes, depth, out, names);
+        line(depth, fmt::format("pack_b[(({}) * {} + {}) * {} + {}] = {};", plane, win->rows,
+                                name_of(win->y), win->cols, x, operand(value, names)));
+      };
+      if (win->lo.empty()) {
+        out += kVectorize;
+        open(x, "0", cols);
+        copy(win->value, {});
+      } else {
+        // The interior [x_lo, x_hi) of a row where its masks hold is a plain read; the columns
+        // on either side (or the whole row) copy the value with its masks.
+        Names row;
+        std::vector<UOp> nodes;
+        for (const UOp& u : toposort(win->row_mask))
+          if (!is_inline(u)) nodes.push_back(u);
+        emit_nodes(nodes, depth, out, row);
+        auto by_phase = [&](const std::vector<int64_t>& at) {
+          std::string e = std::to_string(at.back());
+          for (size_t i = at.size() - 1; i-- > 0;)
+            e = fmt::format("{} == {} ? {} : {}", name_of(win->px), i, at[i], e);
+          return e;
+        };
+        const std::string holds = operand(win->row_mask, row);
+        line(depth, fmt::format("const int64_t x_lo = {0} ? {1} : {3}, x_hi = {0} ? {2} : {3};",
+                                holds, by_phase(win->lo), by_phase(win->hi), cols));
+        open("e", "0", "2");
+        open(x, "e ? x_hi : 0", "(e ? " + cols + " : x_lo)");
+        copy(win->value, row);
+        close_to(depth - 2);
+        out += kVectorize;
+        open(x, "x_lo", "x_hi");
+        copy(win->interior, row);
+      }
       close_to(base);
       open("z", std::to_string(win->plane), std::to_string(win->floats));
       line(depth, "pack_b[z] = 0.0f;");

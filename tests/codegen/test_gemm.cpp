@@ -55,6 +55,36 @@ TEST(Gemm, StridedConvolutionsReadPhasePlanes) {
   EXPECT_EQ(mixed->window->sx, 1);
 }
 
+// Whether `u` still holds a mask: a WHERE or a gated load.
+bool masked(const UOp& u) {
+  for (const UOp& n : toposort(u))
+    if (n.op() == Ops::WHERE || (n.op() == Ops::INDEX && n.src().size() > 2)) return true;
+  return false;
+}
+
+TEST(Gemm, WindowCopiesReadTheirInteriorUnmasked) {
+  // Padding 1 on a 30-wide input: columns 1 to 30 of the 32 read the input, without masks.
+  const auto padded = conv_plan({1, 16, 30, 30}, {32, 16, 3, 3}, 1, 1, 1);
+  ASSERT_TRUE(padded && padded->window);
+  const GemmWindow& w = *padded->window;
+  EXPECT_EQ(w.lo, std::vector<int64_t>{1});
+  EXPECT_EQ(w.hi, std::vector<int64_t>{31});
+  EXPECT_TRUE(masked(w.value));
+  EXPECT_FALSE(masked(w.interior));
+  EXPECT_NE(w.row_mask.op(), Ops::CONST);  // rows 0 and 31 are pad
+  // Stride 2, padding 1, 33 wide: phase 0 reads input column 2x - 1 (x = 1..16), phase 1 reads
+  // 2x (x = 0..16); past that the plane extends beyond the last tap.
+  const auto s2 = conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 2, 1, 1);
+  ASSERT_TRUE(s2 && s2->window);
+  EXPECT_EQ(s2->window->lo, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(s2->window->hi, (std::vector<int64_t>{17, 17}));
+  EXPECT_FALSE(masked(s2->window->interior));
+  // A valid convolution has nothing masked along its columns.
+  const auto valid = conv_plan({1, 8, 30, 30}, {32, 8, 3, 3}, 1, 0, 1);
+  ASSERT_TRUE(valid && valid->window);
+  EXPECT_TRUE(valid->window->lo.empty() || valid->window->lo == std::vector<int64_t>{0});
+}
+
 TEST(Gemm, DilatedAndPointwiseConvolutionsPackB) {
   for (const auto& plan : {conv_plan({1, 16, 33, 33}, {32, 16, 3, 3}, 1, 2, 2),
                            conv_plan({1, 64, 30, 30}, {64, 64, 1, 1}, 1, 0, 1)}) {

@@ -320,6 +320,36 @@ TEST_P(NnTest, Conv2dGemmSizedWindows) {
   expect_conv2d(cases, 195, dev());
 }
 
+TEST_P(NnTest, Conv2dGemmWindowOfAConcatenation) {
+  // Two inputs concatenated along the channels and convolved: the concatenation's masks (on the
+  // channel, each input's the other's negation) join the padding's among the window copy's row
+  // masks, which then never all hold, so every row copies the masked value. Stride 1 and 2.
+  if (dev() != "CPU") GTEST_SKIP() << "the packed GEMM is the CPU's";
+  const ConvCase cases[] = {
+      {{1, 8, 30, 30}, {32, 8, 3, 3}, 1, 1, 1, 1, false},
+      {{1, 16, 33, 33}, {32, 16, 3, 3}, 2, 2, 1, 1, true},
+  };
+  uint64_t seed = 197;
+  for (const ConvCase& c : cases) {
+    const std::vector<double> x = rand32(numel_of(c.x), -1, 1, seed++);
+    const std::vector<double> w = rand32(numel_of(c.w), -1, 1, seed++);
+    const std::vector<double> b = rand32(c.w[0], -1, 1, seed++);
+    Shape out;
+    const std::vector<double> want = ref_conv2d(x, w, b, c, out);
+    const int64_t half = numel_of(c.x) / 2;
+    Shape part = c.x;
+    part[1] /= 2;
+    const Tensor first = make_tensor({x.begin(), x.begin() + half}, part, dtypes::float32, dev()),
+                 second = make_tensor({x.begin() + half, x.end()}, part, dtypes::float32, dev());
+    std::optional<Tensor> bias;
+    if (c.bias) bias = make_tensor(b, {c.w[0]}, dtypes::float32, dev());
+    const Tensor got = cat({first, second}, 1)
+                           .conv2d(make_tensor(w, c.w, dtypes::float32, dev()), bias, c.stride,
+                                   c.padding, c.dilation);
+    expect_values(got, out, dtypes::float32, want, 1e-5, 1e-5);
+  }
+}
+
 TEST_P(NnTest, Conv2dFusedEpilogues) {
   // A ResNet stem and a downsampling block as a network builds them: conv, per-channel scale
   // and shift (BatchNorm in eval mode), an activation, a max-pool with padding, a residual add
