@@ -28,6 +28,10 @@ constexpr int64_t kGemmMinWork = int64_t{1} << 20;
 constexpr int64_t kGemmMinSplitBatch = 8;
 // B's strip of nr columns over all of k may take this many times Target::panel_bytes.
 constexpr int64_t kMaxStripScale = 16;
+// A is read where it lies (GemmPlan::a_rows) when at most this many strips of columns would
+// reuse a packed copy: packing moves an element of A per 2 N flops, a scalar gather of a
+// transpose, a fifth of a 14 x 14 convolution's time (8 strips: N <= 256 at AVX-512's nr 32).
+constexpr int64_t kMaxStripsInPlace = 8;
 
 struct Blocking {
   int64_t vector, mr, nr, mc, kc, panel_floats, max_nc;
@@ -292,10 +296,17 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
   p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
   p.parallel = (p.share + p.step - 1) / p.step;
-  if ((std::min(N, p.nc) + p.nr - 1) / p.nr <= 2) p.a_rows = rows_in_place(p.a, p.k);
+  if ((std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace)
+    p.a_rows = rows_in_place(p.a, p.k);
+  // A read in place streams each row of a panel over all of k (the hardware prefetcher follows a
+  // long run along each row; a k block's 1 KiB of a row it does not, and a 7 x 7 convolution's
+  // weights, read once, then ran at two thirds of the multiply-adds' speed), through each strip
+  // in turn (render_c) while the panel is in L1 or L2: no k block keeps B's micro panel in L1,
+  // but B's few strips are L2's, at two vectors per k.
+  if (p.a_rows) p.kc = K;
   auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   p.scratch_a = 0;
-  p.scratch_b = p.scratch_a + part(p.mc * p.kc);
+  p.scratch_b = p.scratch_a + part(p.a_rows ? 0 : p.mc * p.kc);
   int64_t b_floats = K * p.nc;
   if (p.window) {
     // The copy, then zeros for the last strip's reach past it (a column at most cols - 1 past

@@ -64,9 +64,9 @@ struct GemmPlan {
   // The threads' work: `parallel` items of `step` rows, columns or batch elements out of `share`.
   int64_t step = 1, share = 1, parallel = 1;
   // A read where it lies instead of packed: when A is one float32 load contiguous along the
-  // flattened k and at most two strips of columns would reuse a packed copy (a convolution's
-  // weights at 7 x 7 outputs: packing them would be most of the work), its index at k = 0, a
-  // function of the m and batch ranges; else null.
+  // flattened k and few strips of columns would reuse a packed copy (a convolution's weights at
+  // 14 x 14 outputs and below: packing them would be much of the work), its index at k = 0, a
+  // function of the m and batch ranges; else null. k is then one block (kc = K).
   UOp a_rows;
   std::optional<GemmWindow> window;
   // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B (or B's window

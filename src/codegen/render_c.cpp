@@ -533,8 +533,14 @@ class CRenderer : public Linearizer {
     // The micro kernel: mr x (nr / V) vectors of accumulators.
     const int64_t V = p.vector, vecs = p.nr / V;
     const std::string vec_t = fmt::format("vkg_f32x{}", V);
-    open("jr", "0", "nc", std::to_string(p.nr));
-    open("ir", "0", "mc", std::to_string(p.mr));
+    // A panel's rows read in place go once through all of the (at most two) strips.
+    if (p.a_rows) {
+      open("ir", "0", "mc", std::to_string(p.mr));
+      open("jr", "0", "nc", std::to_string(p.nr));
+    } else {
+      open("jr", "0", "nc", std::to_string(p.nr));
+      open("ir", "0", "mc", std::to_string(p.mr));
+    }
     if (p.a_rows) {
       // A where it lies: a pointer per row of the panel at this k block (rows past the edge
       // read row 0; their results are never stored).

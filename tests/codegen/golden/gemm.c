@@ -50,8 +50,8 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
   const float* restrict data2 = (const float*)bufs[2];
   (void)vars;
   float* restrict pack_a = (float*)bufs[3] + 0;
-  float* restrict pack_b = (float*)bufs[3] + 22528;
-  float* restrict tile_c = (float*)bufs[3] + 55296;
+  float* restrict pack_b = (float*)bufs[3] + 0;
+  float* restrict tile_c = (float*)bufs[3] + 32768;
   const int64_t m_lo = 0, m_hi = 64;
   const int64_t n_lo = start * 32, n_hi = (end * 32 < 128 ? end * 32 : 128);
   for (int64_t jc = n_lo; jc < n_hi; jc += 128) {
@@ -78,25 +78,17 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
       for (int64_t pc = 0; pc < 256; pc += 256) {
         const int64_t kc = 256 - pc < 256 ? 256 - pc : 256;
         for (int64_t ir = 0; ir < mc; ir += 11) {
-          const int64_t mr = mc - ir < 11 ? mc - ir : 11;
-          float* restrict pa = pack_a + ir * kc;
-          for (int64_t kk = 0; kk < kc; kk += 1) {
-            const int64_t ridx2 = (pc + kk);
+          for (int64_t jr = 0; jr < nc; jr += 32) {
+            const float* ar[11];
+            const int64_t mr = mc - ir < 11 ? mc - ir : 11;
             for (int64_t w = 0; w < mr; w += 1) {
               const int64_t gidx0 = (ic + ir + w);
               int64_t v3 = (gidx0 * 256ll);
-              int64_t v4 = (v3 + ridx2);
-              float v5 = data1[v4];
-              pa[kk * 11 + w] = v5;
+              ar[w] = data1 + v3 + pc;
             }
             for (int64_t w = mr; w < 11; w += 1) {
-              pa[kk * 11 + w] = 0.0f;
+              ar[w] = ar[0];
             }
-          }
-        }
-        for (int64_t jr = 0; jr < nc; jr += 32) {
-          for (int64_t ir = 0; ir < mc; ir += 11) {
-            const float* restrict ap = pack_a + ir * kc;
             const float* restrict bp = pack_b + jr * 256 + pc * 32;
             float* restrict cp = tile_c + ir * 128 + jr;
             vkg_f32x16 acc[11][2];
@@ -112,7 +104,7 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
               for (int64_t i = 0; i < 11; i += 1) {
 #pragma GCC unroll 64
                 for (int64_t j = 0; j < 2; j += 1) {
-                  acc[i][j] = vkg_fma16(ap[kk * 11 + i], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
+                  acc[i][j] = vkg_fma16(ar[i][kk], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
                 }
               }
             }
@@ -130,11 +122,11 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
         for (int64_t j = 0; j < nc; j += 1) {
           const int64_t gidx0 = (ic + i); const int64_t gidx1 = (jc + j);
           const float red = tile_c[i * 128 + j];
-          int64_t v6 = (gidx0 * 128ll);
-          int64_t v7 = (v6 + gidx1);
-          bool_t v8 = (red < 0x0p+0f);
-          float v9 = (v8 ? 0x0p+0f : red);
-          data0[v7] = v9;
+          int64_t v4 = (gidx0 * 128ll);
+          int64_t v5 = (v4 + gidx1);
+          bool_t v6 = (red < 0x0p+0f);
+          float v7 = (v6 ? 0x0p+0f : red);
+          data0[v5] = v7;
         }
       }
     }
