@@ -73,27 +73,27 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
         }
       }
     }
-    for (int64_t ic = m_lo; ic < m_hi; ic += 88) {
-      const int64_t mc = m_hi - ic < 88 ? m_hi - ic : 88;
+    for (int64_t ic = m_lo; ic < m_hi; ic += 96) {
+      const int64_t mc = m_hi - ic < 96 ? m_hi - ic : 96;
       for (int64_t pc = 0; pc < 256; pc += 256) {
         const int64_t kc = 256 - pc < 256 ? 256 - pc : 256;
-        for (int64_t ir = 0; ir < mc; ir += 11) {
+        for (int64_t ir = 0; ir < mc; ir += 8) {
           for (int64_t jr = 0; jr < nc; jr += 32) {
-            const float* ar[11];
-            const int64_t mr = mc - ir < 11 ? mc - ir : 11;
+            const float* ar[8];
+            const int64_t mr = mc - ir < 8 ? mc - ir : 8;
             for (int64_t w = 0; w < mr; w += 1) {
               const int64_t gidx0 = (ic + ir + w);
               int64_t v3 = (gidx0 * 256ll);
               ar[w] = data1 + v3 + pc;
             }
-            for (int64_t w = mr; w < 11; w += 1) {
+            for (int64_t w = mr; w < 8; w += 1) {
               ar[w] = ar[0];
             }
             const float* restrict bp = pack_b + jr * 256 + pc * 32;
             float* restrict cp = tile_c + ir * 128 + jr;
-            vkg_f32x16 acc[11][2];
+            vkg_f32x16 acc[8][2];
 #pragma GCC unroll 64
-            for (int64_t i = 0; i < 11; i += 1) {
+            for (int64_t i = 0; i < 8; i += 1) {
 #pragma GCC unroll 64
               for (int64_t j = 0; j < 2; j += 1) {
                 acc[i][j] = pc == 0 ? (vkg_f32x16){0} : *(vkg_f32x16*)(cp + i * 128 + j * 16);
@@ -101,7 +101,7 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
             }
             for (int64_t kk = 0; kk < kc; kk += 1) {
 #pragma GCC unroll 64
-              for (int64_t i = 0; i < 11; i += 1) {
+              for (int64_t i = 0; i < 8; i += 1) {
 #pragma GCC unroll 64
                 for (int64_t j = 0; j < 2; j += 1) {
                   acc[i][j] = vkg_fma16(ar[i][kk], *(const vkg_f32x16*)(bp + kk * 32 + j * 16), acc[i][j]);
@@ -109,7 +109,7 @@ void r_64_128_256(void** bufs, const int64_t* vars, int64_t start, int64_t end) 
               }
             }
 #pragma GCC unroll 64
-            for (int64_t i = 0; i < 11; i += 1) {
+            for (int64_t i = 0; i < 8; i += 1) {
 #pragma GCC unroll 64
               for (int64_t j = 0; j < 2; j += 1) {
                 *(vkg_f32x16*)(cp + i * 128 + j * 16) = acc[i][j];
