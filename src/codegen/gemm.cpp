@@ -215,7 +215,10 @@ std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
 
 }  // namespace
 
-std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
+int64_t gemm_max_rows(const Target& target) { return blocking(target).mr; }
+
+std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_read,
+                                  int64_t rows) {
   if (!target.gemm) return std::nullopt;
   std::vector<UOp> reduces;
   for (const UOp& u : toposort(ast))
@@ -291,6 +294,8 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
     }
     if (padded(mr) < padded(p.mr)) p.mr = mr;
   }
+  if (rows < 0 || rows > b.mr) return std::nullopt;
+  if (rows > 0) p.mr = rows;
   p.nr = N < b.nr ? b.vector : b.nr;  // a narrow output (a classifier's 10 columns): one vector
   p.mc = b.mc / p.mr * p.mr;
   const int64_t k_blocks = (K + b.kc - 1) / b.kc;
@@ -306,8 +311,10 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target) {
   p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
   p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
   p.parallel = (p.share + p.step - 1) / p.step;
-  if ((std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace)
+  if (a_read == GemmA::in_place ||
+      (a_read == GemmA::planned && (std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace))
     p.a_rows = rows_in_place(p.a, p.k);
+  if (a_read == GemmA::in_place && !p.a_rows) return std::nullopt;
   // A read in place streams each row of a panel over all of k (the hardware prefetcher follows a
   // long run along each row; a k block's 1 KiB of a row it does not, and a 7 x 7 convolution's
   // weights, read once, then ran at two thirds of the multiply-adds' speed), through each strip

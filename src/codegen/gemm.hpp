@@ -75,6 +75,15 @@ struct GemmPlan {
 };
 
 // The plan for a large float32 matmul-like kernel on a target with Target::gemm, or none.
-std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target);
+// How Opt GEMM(a, rows) asks for A to be read (its axis): as the plan decides, packed, or where
+// it lies (GemmPlan::a_rows).
+enum class GemmA : int { planned = 0, packed = 1, in_place = 2 };
+// The plan of a kernel, or nullopt where it is no GEMM or the choices cannot apply: `rows` is
+// the register tile's rows (1 to the target's; 0: the plan's choice), `a` A's reading (in place
+// needs A contiguous along k).
+std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a = GemmA::planned,
+                                  int64_t rows = 0);
+// The most rows a register tile of the target takes.
+int64_t gemm_max_rows(const Target& target);
 
 }  // namespace vkgrad

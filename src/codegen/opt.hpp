@@ -27,8 +27,11 @@
 //                  LOCAL ranges and ignores others: a matmul's A and B) into shared memory, and
 //                  the inner steps read them there (stage_tiles; threads targets with a grid and
 //                  shared memory; one per list, beside at least one LOCAL).
-//   GEMM(0, 0):    the kernel renders as a packed, blocked GEMM (targets with Target::gemm; a
-//                  float32 matmul-like kernel; alone in its list).
+//   GEMM(a, r):    the kernel renders as a packed, blocked GEMM (targets with Target::gemm; a
+//                  float32 matmul-like kernel; alone in its list): A read as the plan decides
+//                  (a = 0), packed (1) or where it lies (2: A contiguous along k), r rows in the
+//                  register tile (0: the plan's choice; up to gemm_max_rows). The heuristics
+//                  say GEMM(0, 0); a search tries the others.
 #pragma once
 
 #include <optional>

@@ -68,7 +68,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   }
   // CPU launch: the threads split the outermost global loop (a symbolic one is sized per launch),
   // or the GEMM's rows, columns or batch, with the plan's scratch per thread.
-  const std::optional<GemmPlan> plan = gemm ? plan_gemm(k, target) : std::nullopt;
+  const std::optional<GemmPlan> plan =
+      gemm ? plan_gemm(k, target, static_cast<GemmA>(p.opts[0].axis), p.opts[0].amount)
+           : std::nullopt;
   if (plan) {
     p.parallel_size = plan->parallel;
     p.scratch_floats = plan->scratch_floats;

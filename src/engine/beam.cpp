@@ -234,7 +234,10 @@ std::vector<Opt> beam_actions(const UOp& ast) {
   }
   if (!axes.reduces.empty())
     for (int64_t n : {16, 32, 64, 128, 256}) out.push_back({OptOp::GROUP, 0, n});
-  out.push_back({OptOp::GEMM, 0, 0});
+  // The GEMM's variants: how A is read, the register tile's rows (those past the target's, or A
+  // in place where it is not contiguous, fail to render and are dropped).
+  for (int a : {0, 1, 2})
+    for (int64_t rows : {0, 6, 8, 10, 12}) out.push_back({OptOp::GEMM, a, rows});
   return out;
 }
 

@@ -9,8 +9,11 @@
 #include <vector>
 #include <vkgrad/vkgrad.hpp>
 
+#include "codegen/gemm.hpp"
+#include "codegen/opt.hpp"
 #include "codegen/pipeline.hpp"
 #include "cpu/runtime.hpp"
+#include "engine/internal.hpp"
 #include "sched/schedule.hpp"
 #include "tensor/tensor_impl.hpp"
 
@@ -93,6 +96,79 @@ TEST(Gemm, EveryOperandLayout) {
     }
 }
 
+// Runs a x b's one kernel (a stored transposed where asked) with `opts` on the CPU runtime, on
+// buffers of our own (a's and b's told apart by their sizes), against the double reference.
+void expect_with_opts(int64_t m, int64_t k, int64_t n, bool a_t, const std::vector<Opt>& opts) {
+  SCOPED_TRACE(std::string(a_t ? "A transposed " : "") + to_string(opts));
+  const Matrix a = matrix(m, k, a_t, 21), b = matrix(k, n, false, 22);
+  const Tensor c = a.tensor.matmul(b.tensor);
+  const Schedule s = build_schedule(normalize_graph(std::vector<UOp>{tensor::uop(c)}).key);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  Runtime& rt = engine::runtime_of("CPU");
+  const std::shared_ptr<CompiledKernel> kernel =
+      rt.compile(rt.render(s.kernels[0].ast, {.opts = opts}));
+  std::vector<float> a_stored = a.values;
+  if (a_t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        a_stored[static_cast<size_t>(p * m + i)] = a.values[static_cast<size_t>(i * k + p)];
+  std::vector<void*> bufs;
+  for (int index : s.kernels[0].buffers) {
+    const size_t count = static_cast<size_t>(s.buffers.at(static_cast<size_t>(index)).count);
+    bufs.push_back(rt.alloc(count * sizeof(float)));
+    if (bufs.size() == 1) continue;
+    const std::vector<float>& v = count == a_stored.size() ? a_stored : b.values;
+    ASSERT_EQ(v.size(), count);
+    rt.copy_in(bufs.back(), v.data(), count * sizeof(float));
+  }
+  const KernelLaunch launch{kernel.get(), bufs};
+  rt.run({&launch, 1}, nullptr);
+  std::vector<float> got(static_cast<size_t>(m * n));
+  rt.copy_out(got.data(), bufs[0], got.size() * sizeof(float));
+  for (void* h : bufs) rt.free(h);
+  const std::vector<double> want = reference(a.values, b.values, m, k, n);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << "element " << i;
+}
+
+// The schedule's one kernel of a x b.
+UOp kernel_of(const Matrix& a, const Matrix& b) {
+  const Tensor c = a.tensor.matmul(b.tensor);
+  return build_schedule(normalize_graph(std::vector<UOp>{tensor::uop(c)}).key).kernels.at(0).ast;
+}
+
+TEST(Gemm, EveryVariantOfTheOpt) {
+  // GEMM(a, rows): A as planned, packed or read in place, and register tiles of the plan's rows,
+  // 5, 8 and the most. A transposed A cannot be read in place along k: an Error (a search drops
+  // the candidate), as are the most rows plus one and an unknown way of reading A.
+  const Target host = cpu::host_target();
+  const int64_t most = gemm_max_rows(host);
+  for (const bool a_t : {false, true})
+    for (int a : {0, 1, 2})
+      for (int64_t rows : {int64_t{0}, int64_t{5}, int64_t{8}, most}) {
+        const std::vector<Opt> opts{{OptOp::GEMM, a, rows}};
+        if (a_t && a == 2)
+          EXPECT_THROW(codegen(kernel_of(matrix(M, K, true, 21), matrix(K, N, false, 22)),
+                               {.opts = opts}, host),
+                       Error);
+        else
+          expect_with_opts(M, K, N, a_t, opts);
+      }
+  // The variants are what they say: A's row pointers in place, its panels packed.
+  const UOp plain = kernel_of(matrix(M, K, false, 21), matrix(K, N, false, 22));
+  auto source = [&](int a_read, int64_t rows) {
+    return codegen(plain, {.opts = std::vector<Opt>{{OptOp::GEMM, a_read, rows}}}, host).source;
+  };
+  EXPECT_NE(source(2, 5).find("const float* ar[5];"), std::string::npos);
+  EXPECT_EQ(source(1, 8).find("const float* ar["), std::string::npos);
+  EXPECT_NE(source(1, 8).find("pa[kk * 8 + w]"), std::string::npos);
+  for (const Opt& bad :
+       {Opt{OptOp::GEMM, 0, most + 1}, Opt{OptOp::GEMM, 3, 0}, Opt{OptOp::GEMM, 0, -1}}) {
+    const std::vector<Opt> opts{bad};
+    EXPECT_THROW(codegen(plain, {.opts = opts}, host), Error) << to_string(opts);
+  }
+}
+
 TEST(Gemm, NarrowOutput) {
   // Ten columns (a classifier's): one vector of 16 per row, six of its lanes padding.
   constexpr int64_t m = 300, k = 520, n = 10;
@@ -106,8 +182,8 @@ TEST(Gemm, SeveralColumnBlocks) {
 }
 
 TEST(Gemm, ConvolutionSplitsItsBatch) {
-  // A 3x3 convolution with padding 1: k is the channels and the window (64 x 3 x 3 flattened), the
-  // columns are the output's rows and columns (32 x 32), the zero padding is packed, and the
+  // A 3x3 convolution with padding 1: k is the channels and the window (64 x 3 x 3 flattened),
+  // the columns are the output's rows and columns (32 x 32), the zero padding is packed, and the
   // threads split the batch of 8 images.
   constexpr int64_t B = 8, C = 64, O = 64, H = 32, W = 32;
   const std::vector<float> x = random_floats(B * C * H * W, 14), w = random_floats(O * C * 9, 15);
