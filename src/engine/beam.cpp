@@ -107,6 +107,7 @@ class Search {
   // The heuristics' kernel: its list, its time and its output, the reference.
   std::pair<std::vector<Opt>, double> reference() {
     const Program p = rt_.render(ast_, {.optimize = true});
+    sources_.insert(p.source);
     const std::shared_ptr<CompiledKernel> k = rt_.compile(p);
     const double t = time(*k, 0).value();
     reference_ = output();
@@ -114,16 +115,23 @@ class Search {
   }
 
   // Each list's kernel, compiled on as many threads as the machine has (the runtimes compile
-  // concurrently); null where the list does not apply or does not compile.
+  // concurrently); null where the list does not apply or does not compile, or renders the same
+  // source as an earlier list (GEMM(1, 0) where the plan packs A anyway): timing one kernel
+  // twice would only let noise pick between them.
   std::vector<std::shared_ptr<CompiledKernel>> build(const std::vector<std::vector<Opt>>& lists) {
     std::vector<std::shared_ptr<CompiledKernel>> out(lists.size());
     std::atomic<size_t> next{0};
     std::exception_ptr failure;
-    std::mutex failure_mu;
+    std::mutex failure_mu, sources_mu;
     auto work = [&] {
       for (size_t i; (i = next++) < lists.size();) {
         try {
-          out[i] = rt_.compile(rt_.render(ast_, {.opts = lists[i]}));
+          const Program p = rt_.render(ast_, {.opts = lists[i]});
+          {
+            std::lock_guard lock(sources_mu);
+            if (!sources_.insert(p.source).second) continue;
+          }
+          out[i] = rt_.compile(p);
         } catch (const Error& e) {  // an action that does not apply, a limit exceeded
           if (debug_level() >= 4)
             std::fprintf(stderr, "beam: %s: %s\n", to_string(lists[i]).c_str(), e.what());
@@ -193,6 +201,7 @@ class Search {
   std::vector<void*> bufs_;
   DType out_dtype_;
   std::vector<uint8_t> reference_;
+  std::set<std::string> sources_;  // every kernel rendered so far
 };
 
 std::mutex g_settings_mu;
@@ -291,6 +300,12 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
         lists.push_back(c.opts);
         lists.back().push_back(a);
       }
+    // The actions that stand alone (GEMM's variants) are reached from the empty list only: the
+    // first round tries them even where the empty list ran too slowly to be kept.
+    if (round == 0 &&
+        std::none_of(beam.begin(), beam.end(), [](const Candidate& c) { return c.opts.empty(); }))
+      for (const Opt& a : actions)
+        if (a.op == OptOp::GEMM) lists.push_back({a});
     std::vector<Candidate> next;
     try_lists(lists, next);
     if (next.empty()) break;
