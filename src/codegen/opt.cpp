@@ -305,9 +305,12 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (o.amount < 0 || o.amount > gemm_max_rows(target))
           fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
                            gemm_max_rows(target)));
-        if (!plan_gemm(ast, target)) fail("the kernel is not a large float32 matmul-like kernel");
-        if (!plan_gemm(ast, target, static_cast<GemmA>(o.axis), o.amount))
+        // One plan for the list as given; where it fails, the plain plan says why.
+        if (!plan_gemm(ast, target, static_cast<GemmA>(o.axis), o.amount)) {
+          if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
+            fail("the kernel is not a large float32 matmul-like kernel");
           fail("A is not read along k where it lies");
+        }
         return ast;
     }
   }

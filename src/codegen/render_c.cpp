@@ -467,11 +467,15 @@ class CRenderer : public Linearizer {
                                 win->cols, win->rows - range_size(p.n[0]) + 1, win->rows));
       open(name_of(win->y), by_cols ? "y_lo" : "0", by_cols ? "y_hi" : std::to_string(win->rows));
       const std::string x = name_of(win->x), cols = std::to_string(win->cols);
-      auto copy = [&](const UOp& value, Names names) {
+      // The window's graphs are the plan's, not the kernel's: their nodes in their own order.
+      auto emit_graph = [&](const UOp& value, Names& names) {
         std::vector<UOp> nodes;
         for (const UOp& u : toposort(value))
           if (!is_inline(u)) nodes.push_back(u);
         emit_nodes(nodes, depth, out, names);
+      };
+      auto copy = [&](const UOp& value, Names names) {
+        emit_graph(value, names);
         line(depth, fmt::format("pack_b[(({}) * {} + {}) * {} + {}] = {};", plane, win->rows,
                                 name_of(win->y), win->cols, x, operand(value, names)));
       };
@@ -483,10 +487,7 @@ class CRenderer : public Linearizer {
         // The interior [x_lo, x_hi) of a row where its masks hold is a plain read; the columns
         // on either side (or the whole row) copy the value with its masks.
         Names row;
-        std::vector<UOp> nodes;
-        for (const UOp& u : toposort(win->row_mask))
-          if (!is_inline(u)) nodes.push_back(u);
-        emit_nodes(nodes, depth, out, row);
+        emit_graph(win->row_mask, row);
         auto by_phase = [&](const std::vector<int64_t>& at) {
           std::string e = std::to_string(at.back());
           for (size_t i = at.size() - 1; i-- > 0;)
@@ -533,7 +534,7 @@ class CRenderer : public Linearizer {
     // The micro kernel: mr x (nr / V) vectors of accumulators.
     const int64_t V = p.vector, vecs = p.nr / V;
     const std::string vec_t = fmt::format("vkg_f32x{}", V);
-    // A panel's rows read in place go once through all of the (at most two) strips.
+    // A panel's rows read in place go once through all of the (few) strips.
     if (p.a_rows) {
       open("ir", "0", "mc", std::to_string(p.mr));
       open("jr", "0", "nc", std::to_string(p.nr));
