@@ -208,9 +208,12 @@ struct ChildRun {
 };
 ChildRun start_child(const fs::path& cache, const std::string& device, int width) {
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  // The parent's sharding (GTEST_SHARD_INDEX, GTEST_TOTAL_SHARDS) would leave the child no test.
   const std::string cmd =
-      "VKGRAD_BEAM_CHILD='" + device + "' VKGRAD_BEAM_CHILD_WIDTH=" + std::to_string(width) +
-      " VKGRAD_CACHE_DIR='" + cache.string() + "' '" + exe + "' --gtest_filter=BeamEnvChild.* 2>&1";
+      "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE "
+      "VKGRAD_BEAM_CHILD='" +
+      device + "' VKGRAD_BEAM_CHILD_WIDTH=" + std::to_string(width) + " VKGRAD_CACHE_DIR='" +
+      cache.string() + "' '" + exe + "' --gtest_filter=BeamEnvChild.* 2>&1";
   return {::popen(cmd.c_str(), "r"), ""};
 }
 std::pair<long long, long long> finish_child(ChildRun& c) {

@@ -48,8 +48,11 @@ struct ChildCounts {
 
 ChildCounts run_child(const fs::path& cache) {
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
-  const std::string cmd = "VKGRAD_VK_CACHE_CHILD=1 VKGRAD_CACHE_DIR='" + cache.string() + "' '" +
-                          exe + "' --gtest_filter=VkCacheChild.* 2>&1";
+  // The parent's sharding (GTEST_SHARD_INDEX, GTEST_TOTAL_SHARDS) would leave the child no test.
+  const std::string cmd =
+      "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE "
+      "VKGRAD_VK_CACHE_CHILD=1 VKGRAD_CACHE_DIR='" +
+      cache.string() + "' '" + exe + "' --gtest_filter=VkCacheChild.* 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   EXPECT_NE(pipe, nullptr);
   std::string output;
