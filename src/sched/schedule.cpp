@@ -63,13 +63,27 @@ namespace {
 //   - an elementwise computation with a transcendental, a division or a power that any kernel
 //     reads through a broadcast of 8 or more (Adam's bias corrections 1 - beta^t, scalars
 //     broadcast over every parameter).
+// A pad with a value counts as a view here, not as a computation (is_value_pad).
 // Other elementwise work is recomputed where it is used, never stored.
 enum class Broadcast : uint8_t { none, plain, into_reduce };
+
+// A pad with a value (Tensor::pad: WHERE(a padded mask of constants, the padded tensor, a
+// constant)) is a view with a fill: it computes nothing worth storing, and what it pads is
+// weighed at its own node. Stored, it would be a padded copy (a max-pool's -inf border around
+// a conv's stored output: a kernel that only copies, with the conv's epilogue pulled into it).
+bool is_value_pad(const UOp& u) {
+  auto constant_view = [](UOp n) {
+    while (is_movement(n.op())) n = n.src(0);
+    return n.op() == Ops::CONST;
+  };
+  return u.op() == Ops::WHERE && u.src(0).op() == Ops::PAD && constant_view(u.src(0)) &&
+         u.src(1).op() == Ops::PAD && constant_view(u.src(2));
+}
 
 bool worth_storing(const UOp& u, Broadcast how,
                    const std::unordered_set<const UOpNode*>& realized) {
   auto computes = [](Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; };
-  if (how == Broadcast::none || !computes(u.op())) return false;
+  if (how == Broadcast::none || !computes(u.op()) || is_value_pad(u)) return false;
   int ops = 0;
   std::vector<UOp> stack{u};
   std::unordered_set<const UOpNode*> seen;
@@ -78,7 +92,7 @@ bool worth_storing(const UOp& u, Broadcast how,
     stack.pop_back();
     if (!seen.insert(n.get()).second) continue;
     if (n.get() != u.get() && (realized.count(n.get()) || n.op() == Ops::REDUCE_AXIS)) continue;
-    if (computes(n.op())) {
+    if (computes(n.op()) && !is_value_pad(n)) {
       if (is_unary(n.op()) && n.op() != Ops::NEG) return true;  // transcendental or sqrt
       if (n.op() == Ops::FDIV || n.op() == Ops::POW) return true;
       if (++ops >= 2 && how == Broadcast::into_reduce) return true;
@@ -118,7 +132,7 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     down.in_reduce = f.in_reduce || u.op() == Ops::REDUCE_AXIS;
     if (u.op() == Ops::EXPAND && lazy::prod_max(shapes(u)) >= 8 * lazy::prod_max(shapes(u.src(0))))
       down.operand = f.in_reduce ? Broadcast::into_reduce : Broadcast::plain;
-    else if (!is_movement(u.op()))
+    else if (!is_movement(u.op()) && !is_value_pad(u))
       down.operand = Broadcast::none;  // only the first computation below it is considered
     const bool moves = is_movement(u.op());
     for (const UOp& s : u.src()) {

@@ -5,6 +5,7 @@
 // the kernel count, the kernels' shapes and which nodes are stored.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <span>
 
 #include "sched/lazy.hpp"
@@ -81,6 +82,35 @@ TEST(FusionRules, APaddedReductionIsStoredAtItsOwnShape) {
   const Schedule s = schedule_of(root);
   EXPECT_EQ(kernel_shapes(s), (Shapes{{4, 8, 1}, {4, 10}}));
   EXPECT_EQ(reduce_trips(s), (Trips{{8}, {}}));
+  EXPECT_FALSE(has_masked_load(s.kernels[0]));
+  EXPECT_TRUE(has_masked_load(s.kernels[1]));
+}
+
+TEST(FusionRules, AnEpiloguePaddedWithAValueIsStoredUnpaddedAndReadMasked) {
+  // Windows of 3 over row sums with an epilogue, padded with -inf (a conv with its scale and
+  // ReLU, then a max-pool's padding): the sums and their epilogue are one unmasked kernel at
+  // their own shape, and the max reads them through the padding's masks. The pad is a view with
+  // a fill: no kernel of its own copies the padded rows.
+  const UOp x = input({8, 8});
+  const UOp sums = lazy::reshape(lazy::reduce(x, Ops::ADD, {1}), {8});
+  const UOp act = sums * sums + sums;
+  auto filled = [](DType dt, ConstValue v, const Shape& shape) {
+    return lazy::expand(lazy::reshape(UOp::const_(dt, v), Shape(shape.size(), 1)), shape);
+  };
+  const UOp mask = lazy::pad(filled(dtypes::bool_, true, {8}), {{1, 1}});
+  const UOp padded =
+      UOp::make(Ops::WHERE, dtypes::float32,
+                {mask, lazy::pad(act, {{1, 1}}),
+                 filled(dtypes::float32, -std::numeric_limits<double>::infinity(), {10})});
+  // Rows of 11 over 8 copies of the 10 values: row o starts at value o, its first 3 are the
+  // window at o (a read through a broadcast of 8, as a pool's).
+  const UOp copies = lazy::reshape(lazy::expand(lazy::reshape(padded, {1, 10}), {8, 10}), {80});
+  const UOp rows = lazy::reshape(lazy::shrink(copies, {{0, 77}}), {7, 11});
+  const UOp m = lazy::reduce(lazy::shrink(rows, {{0, 7}, {0, 3}}), Ops::MAX, {1});
+  const Schedule s = schedule_of(m);
+  EXPECT_EQ(kernel_shapes(s), (Shapes{{8}, {7, 1}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{8}, {3}}));
+  ASSERT_EQ(s.kernels.size(), 2u);
   EXPECT_FALSE(has_masked_load(s.kernels[0]));
   EXPECT_TRUE(has_masked_load(s.kernels[1]));
 }
