@@ -124,7 +124,10 @@ void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOption
                    best * 1e3);
     };
   const BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
-  if (settings.progress && r.searched) std::fprintf(stderr, "\n");
+  // The finished search's line carries its result, so that a run cut short still tells it.
+  if (settings.progress && r.searched)
+    std::fprintf(stderr, "\r  tuned  %-40s %4d tried, %9.3f -> %9.3f ms  %s\n", name.c_str(),
+                 r.tried, r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
   if (!r.searched) return;
   record_tuned({name, cs.runtime->name(), to_string(r.opts), to_string(r.heuristic), r.seconds,
                 r.heuristic_seconds, r.tried, ms_since(t0) / 1e3});
