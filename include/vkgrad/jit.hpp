@@ -29,6 +29,9 @@ namespace vkgrad {
 //   learning rate) are read from the buffers they hold; when such a tensor is assigned later
 //   (lr.assign(...) between calls, or another Jit's replay updating it), replays read its new
 //   value.
+// - Work on those tensors alone (a batch norm's scale from its weight and running variance, a
+//   weight's re-layout) runs on the first replay and then only when one of them changed (was
+//   assigned, or written by another Jit's replay): later replays reuse its results.
 // - State: tensors the function updates with assign() (parameters and moments in an optimizer
 //   step) are updated by every replay, each to its new value. Their old buffer and the buffer
 //   the capture wrote alternate: a replay reads one and writes the other, so a lazy tensor built

@@ -152,8 +152,15 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     for (const UOp& o : outputs)
       if (o && std::find(g.inputs.begin(), g.inputs.end(), o) == g.inputs.end())
         written.push_back(o);
-    t_recorder->push_back({cs->runtime, std::move(launches), std::move(var_names), g.inputs,
-                           std::move(written), cs, &cs->run_mu});
+    std::vector<size_t> arena_bytes;
+    for (const ScheduleKernel& k : sched.kernels) {
+      const ScheduleBuffer& sb = sched.buffers[static_cast<size_t>(k.buffers[0])];
+      arena_bytes.push_back(sb.kind == ScheduleBuffer::Kind::intermediate
+                                ? static_cast<size_t>(sched.arena_slot_bytes[sb.index])
+                                : 0);
+    }
+    t_recorder->push_back({cs->runtime, std::move(launches), std::move(var_names),
+                           std::move(arena_bytes), g.inputs, std::move(written), cs, &cs->run_mu});
   }
   for (size_t i = 0; i < todo.size(); ++i) {
     const Shape& shape = sched.output_shapes[i];

@@ -54,8 +54,11 @@ struct RecordedRun {
   Runtime* runtime = nullptr;
   std::vector<KernelLaunch> launches;
   std::vector<std::vector<std::string>> var_names;  // per launch: its variables, in vars order
-  std::vector<UOp> inputs;                          // BUFFER nodes the kernels read
-  std::vector<UOp> outputs;                         // BUFFER nodes the kernels write
+  // Per launch: the bytes of the arena slot it writes (its slot 0), or 0 when it writes a buffer
+  // of its own (an output).
+  std::vector<size_t> arena_bytes;
+  std::vector<UOp> inputs;         // BUFFER nodes the kernels read
+  std::vector<UOp> outputs;        // BUFFER nodes the kernels write
   std::shared_ptr<void> schedule;  // the cached schedule: compiled kernels and arena
   std::mutex* run_mu = nullptr;    // the schedule's lock on its arena
 };

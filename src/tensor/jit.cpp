@@ -139,6 +139,10 @@ struct Capture {
   };
   std::vector<Output> outputs;
   std::vector<std::shared_ptr<External>> externals;
+  // The buffers of externals assigned since the capture that the last replay read: held until
+  // the next, so that a handle seen again is the same buffer (the graph compares handles to
+  // know whether its prelude's reads changed).
+  std::vector<UOp> held;
 };
 
 // The inputs as realized contiguous buffers, none aliasing another captured input (at the
@@ -177,7 +181,6 @@ std::unique_ptr<Capture> capture(const Jit::Function& fn, const std::vector<Tens
   }
   for (const engine::RecordedRun& r : runs)
     for (const UOp& b : r.outputs) c->owned.insert(engine::buffer_handle(b));
-  c->graph = std::make_unique<engine::CapturedGraph>(std::move(runs));
 
   for (auto& [impl, before] : updated) {
     const Tensor t(impl);
@@ -198,6 +201,9 @@ std::unique_ptr<Capture> capture(const Jit::Function& fn, const std::vector<Tens
     c->owned.insert(engine::buffer_handle(a));
     c->carried.push_back({impl, a, b, b});
   }
+  std::unordered_set<void*> varying(c->inputs.begin(), c->inputs.end());
+  varying.insert(c->owned.begin(), c->owned.end());
+  c->graph = std::make_unique<engine::CapturedGraph>(std::move(runs), varying);
   for (const Tensor& o : out) {
     const Shape& sym = tensor::sym_shape(o);
     c->outputs.push_back(
@@ -268,6 +274,8 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
   for (const Tensor& t : in) input_nodes.push_back(tensor::uop(t));
   const lazy::VarValues vars = lazy::bound_values(input_nodes);
   c.graph->replay(substitute, vars);
+  c.held.clear();
+  for (const Tensor& t : moved) c.held.push_back(buffer_of(t));
 
   for (size_t k = 0; k < c.carried.size(); ++k) {
     Capture::Carried& s = c.carried[k];
