@@ -187,6 +187,16 @@ TEST(Opt, HeuristicsPerTarget) {
                                                               {OptOp::UPCAST, 1, 2},
                                                               {OptOp::UNROLL, 0, 4},
                                                               {OptOp::LOCAL, 1, 32}}));
+  // Convolutions that few outputs leave with one per invocation: their input channels unrolled
+  // by 8 from 64 channels, by 64 from 512 (separate accumulators).
+  const UOp c256 =
+      scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({256, 256, 3, 3}), {}, 1, 1));
+  const UOp c512 =
+      scheduled_kernel(input({1, 512, 7, 7}).conv2d(input({512, 512, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(c256, big_gpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 8}}));
+  EXPECT_EQ(heuristic_opts(c512, big_gpu),
+            (std::vector<Opt>{{OptOp::UNROLL, 0, 8}, {OptOp::UNROLL, 0, 8}}));
+  EXPECT_NO_THROW(apply_opts(c512, heuristic_opts(c512, big_gpu), big_gpu));
   // Every heuristic list applies.
   for (const UOp& k : {mm, big, rows, ew, conv, late, mm256, narrow}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
