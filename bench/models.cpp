@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <vkgrad/beam.hpp>
 #include <vkgrad/jit.hpp>
 #include <vkgrad/onnx.hpp>
 
@@ -30,7 +31,12 @@ struct Network {
 template <class M>
 Network network(M model, Shape input, const std::string& device) {
   auto m = std::make_shared<M>(std::move(model));
-  m->to(device);
+  {
+    // The parameters' initialization is no part of the forward: `vkgrad tune` (an enclosing
+    // BEAM override) searches the forward's kernels only.
+    Beam setup({.width = 0});
+    m->to(device);
+  }
   return {[m](const Tensor& x) { return m->forward(x); }, std::move(input), m};
 }
 
