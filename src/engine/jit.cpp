@@ -118,6 +118,9 @@ CapturedGraph::CapturedGraph(std::vector<RecordedRun> runs,
 
 CapturedGraph::~CapturedGraph() {
   PreludeReads::get().swap(prelude_reads_, {});
+  // The graphs (descriptor sets naming the results) go before the buffers.
+  prelude_graph_.reset();
+  graph_.reset();
   for (void* h : results_) runtime_->free(h);
 }
 
