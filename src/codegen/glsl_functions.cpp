@@ -1,8 +1,6 @@
 // codegen: the GLSL printer's helper functions (see glsl_functions.hpp).
 #include "codegen/glsl_functions.hpp"
 
-#include "codegen/language.hpp"
-
 namespace vkgrad {
 namespace {
 
@@ -16,32 +14,18 @@ constexpr const char* kFunctionText[kNumGlslFunctions] = {
   return hi > 0x7ff00000u || (hi == 0x7ff00000u && u.x != 0u);
 }
 )",
-    // kHalf, kBf16: the shared conversions (language.hpp), spelled for GLSL by glsl_functions.
-    "",
-    "",
     R"(float vkg_sqrtf(float x) { return x < 0.0 ? uintBitsToFloat(0x7fc00000u) : sqrt(x); }
 )",
 };
 
-// The shared half conversions in GLSL's words.
-constexpr const char* kGlslHalfMacros = R"(#define VKG_FN
-#define VKG_U32 uint
-#define vkg_u2f uintBitsToFloat
-#define vkg_f2u floatBitsToUint
-)";
-
 }  // namespace
 
-void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h) {
-  if (h == kBf16) h = kHalf;  // one block holds both conversions
-  used[h] = true;
-}
+void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h) { used[h] = true; }
 
 std::string glsl_functions(const bool (&used)[kNumGlslFunctions]) {
   std::string out;
   for (int h = 0; h < kNumGlslFunctions; ++h) {
     if (!used[h]) continue;
-    if (h == kHalf) out += std::string(kGlslHalfMacros) + kHalfConversions;
     out += kFunctionText[h];
   }
   return out;

@@ -1,15 +1,15 @@
 // codegen: the GLSL printer's library — functions a shader gets only when it uses them
-// (NaN tests by the bits, half conversions, a sqrt that is NaN below zero), in one fixed order so
-// the output is deterministic. Depends on nothing but language.hpp.
+// (NaN tests by the bits, a sqrt that is NaN below zero), in one fixed order so the output is
+// deterministic. Depends on nothing.
 #pragma once
 
 #include <string>
 
 namespace vkgrad {
 
-enum GlslFunction : int { kIsNanF, kIsNanD, kHalf, kBf16, kSqrtF, kNumGlslFunctions };
+enum GlslFunction : int { kIsNanF, kIsNanD, kSqrtF, kNumGlslFunctions };
 
-// Marks `h` used, with the helpers it calls.
+// Marks `h` used.
 void use_function(bool (&used)[kNumGlslFunctions], GlslFunction h);
 // The used helpers' code, in their fixed order.
 std::string glsl_functions(const bool (&used)[kNumGlslFunctions]);

@@ -1,6 +1,5 @@
 // codegen: what the C and GLSL printers share — their type names as tables (one row per scalar
-// type) and the code both languages print in their own words: the float16/bfloat16 conversions,
-// written once and spelled for a language by a few macros. Depends on ir.
+// type) and the operators both write alike. Depends on ir.
 #pragma once
 
 #include <array>
@@ -26,11 +25,5 @@ const char* infix(Ops op);
 // The logical operator GLSL writes for `op` on two bools (ADD is "||", MUL "&&", SUB and XOR
 // "^^", AND "&&", OR "||"), or nullptr.
 const char* bool_infix(Ops op);
-
-// float16 and bfloat16 to and from float32, by the bits, rounding to nearest even:
-// `float vkg_h2f(VKG_U32)`, `VKG_U32 vkg_f2h(float)`, `float vkg_bf2f(VKG_U32)`,
-// `VKG_U32 vkg_f2bf(float)` (half bits in the low 16). The language defines VKG_FN (a function's
-// qualifiers), VKG_U32 (a 32-bit unsigned type) and vkg_u2f / vkg_f2u (a float's bits) first.
-extern const char* const kHalfConversions;
 
 }  // namespace vkgrad

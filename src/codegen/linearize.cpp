@@ -50,7 +50,6 @@ std::string c_identifier(std::string_view name) {
 std::string indent(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
 
 namespace {
-bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 bool has(uint64_t mask, const UOp& r) { return (mask >> r.arg_as<AxisArg>().id) & 1; }
 }  // namespace
 
@@ -195,11 +194,7 @@ void Linearizer::emit_nodes(const std::vector<UOp>& nodes, int depth, std::strin
       continue;
     }
     const std::string v = new_var();
-    std::string e = expr(u, names);
-    // Half floats compute in float but round every result to their own precision.
-    if (is_half(u.dtype()) && (is_alu(u.op()) || u.op() == Ops::BITCAST) &&
-        !(u.op() == Ops::CMPLT || u.op() == Ops::CMPNE || u.op() == Ops::CMPEQ))
-      e = cast(dtypes::float32, u.dtype(), e);
+    const std::string e = expr(u, names);
     out += fmt::format("{}{} {} = {};\n", indent(depth), var_type(u.dtype()), v, e);
     names[u.get()] = v;
   }

@@ -46,6 +46,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   k = run_pass("stage_tiles", k, [&](const UOp& u) { return stage_tiles(u, target); });
   k = run_pass("transcendentals", k,
                [&](const UOp& u) { return decompose_transcendentals(u, target); });
+  k = run_pass("halves", k, [](const UOp& u) { return lower_halves(u); });
   k = run_pass("decompose", k, [&](const UOp& u) { return decompose(u, target); });
   const bool gemm = p.opts.size() == 1 && p.opts[0].op == OptOp::GEMM;
   if (target.threads) plan_launch(k, target, p);

@@ -27,6 +27,9 @@ UOp run_pass(std::string_view name, const UOp& in, const std::function<UOp(const
 // exp2, log2 and sin that the target's language lacks (Target::native32/native64) as UOp graphs
 // of plain arithmetic, branch-free (transcendental.cpp).
 UOp decompose_transcendentals(const UOp& kernel, const Target& target);
+// float16 and bfloat16 as float32 values, rounded after every operation, and the bit code that
+// loads, stores, casts and bitcasts them (halves.cpp): no printer sees a half type.
+UOp lower_halves(const UOp& kernel);
 // The semantics every target shares (integer division by zero, MIN / -1, shifts by the width or
 // more, max of NaN) as UOp rules, so renderers print plain operators (decompose.cpp).
 UOp decompose(const UOp& kernel, const Target& target);

@@ -5,10 +5,10 @@
 // (Program::vars order) into `var_<name>`, which loop bounds and expressions use.
 //
 // Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), division
-// truncates as C's does, float math is IEEE (no fast-math, no contraction), float16/bfloat16 are
-// stored in their format and computed in float32. Division guards, shifts and float max arrive
-// written out by decompose; exp2, log2 and sin reach the printer only where the target has them
-// natively (libm's, as GCC's builtins), the others arrive as arithmetic.
+// truncates as C's does, float math is IEEE (no fast-math, no contraction). float16/bfloat16
+// arrive as float32 values and uint16 bits (lower_halves); division guards, shifts and float max
+// arrive written out by decompose; exp2, log2 and sin reach the printer only where the target has
+// them natively (libm's, as GCC's builtins), the others arrive as arithmetic.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,18 +24,9 @@
 namespace vkgrad {
 namespace {
 
-// The C spelling of the shared code (language.hpp), then what only C needs.
-constexpr const char* kPreludeHead = R"(#include <stdint.h>
+constexpr const char* kPrelude = R"(#include <stdint.h>
 typedef _Bool bool_t;
-#define VKG_FN static inline
-#define VKG_U32 uint32_t
-static inline float vkg_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
-static inline uint32_t vkg_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
 )";
-const std::string& prelude() {
-  static const std::string text = std::string(kPreludeHead) + kHalfConversions;
-  return text;
-}
 
 // The GEMM micro kernel's vectors of V floats (GCC vector extensions: one register where the
 // target has vectors that wide, lowered to narrower ones elsewhere). Every vector access is
@@ -59,7 +50,7 @@ constexpr const char* kUnroll = "#pragma GCC unroll 64\n";
 constexpr const char* kVectorize =
     "#pragma clang loop vectorize(enable) interleave(disable) unroll(disable)\n";
 
-// C's types: computed in (half floats compute in float), stored in, the unsigned twin.
+// C's types: computed in, stored in, the unsigned twin (no half types: lower_halves).
 constexpr TypeTable kCTypes = [] {
   TypeTable t{};
   auto row = [&](ScalarType s, const char* c, const char* st, const char* u) {
@@ -74,8 +65,6 @@ constexpr TypeTable kCTypes = [] {
   row(ScalarType::uint32, "uint32_t", "uint32_t", "uint32_t");
   row(ScalarType::int64, "int64_t", "int64_t", "uint64_t");
   row(ScalarType::uint64, "uint64_t", "uint64_t", "uint64_t");
-  row(ScalarType::float16, "float", "uint16_t", "float");
-  row(ScalarType::bfloat16, "float", "uint16_t", "float");
   row(ScalarType::float32, "float", "float", "float");
   row(ScalarType::float64, "double", "double", "double");
   row(ScalarType::index, "int64_t", "int64_t", "int64_t");
@@ -168,8 +157,6 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
 
 std::string cast_expr(DType from, DType to, const std::string& x) {
   if (to.is_bool()) return fmt::format("({} != 0)", x);
-  if (to.scalar() == dtypes::float16) return fmt::format("vkg_h2f(vkg_f2h((float){}))", x);
-  if (to.scalar() == dtypes::bfloat16) return fmt::format("vkg_bf2f(vkg_f2bf((float){}))", x);
   (void)from;
   return fmt::format("(({}){})", ctype(to), x);
 }
@@ -203,7 +190,7 @@ class CRenderer : public Linearizer {
       render_gemm(*gemm, body, static_cast<int>(globals.size()));
       p.source = fmt::format(
           "{}{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-          prelude(), gemm_prelude(gemm->vector), name_, body);
+          kPrelude, gemm_prelude(gemm->vector), name_, body);
       return;
     }
     // Global loops, the first over the thread's slice [start, end) of it.
@@ -225,7 +212,7 @@ class CRenderer : public Linearizer {
     close(depth, 1, body);
     p.source = fmt::format(
         "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
-        prelude(), name_, body);
+        kPrelude, name_, body);
   }
 
  private:
@@ -247,23 +234,14 @@ class CRenderer : public Linearizer {
     return cast_expr(from, to, x);
   }
   std::string bitcast(DType from, DType to, const std::string& x) const override {
-    std::string bits = x;
-    if (from.scalar() == dtypes::float16) bits = fmt::format("vkg_f2h({})", bits);
-    if (from.scalar() == dtypes::bfloat16) bits = fmt::format("vkg_f2bf({})", bits);
-    std::string r =
-        fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
-                    storage_type(from), bits, storage_type(to));
-    if (to.scalar() == dtypes::float16) r = fmt::format("vkg_h2f({})", r);
-    if (to.scalar() == dtypes::bfloat16) r = fmt::format("vkg_bf2f({})", r);
-    return r;
+    return fmt::format("({{ {} b_ = {}; {} r_; __builtin_memcpy(&r_, &b_, sizeof r_); r_; }})",
+                       storage_type(from), x, storage_type(to));
   }
   std::string load(const UOp& ld, const Names& names) const override {
     const UOp& idx = ld.src(0);
     const DType d = ld.dtype();
     std::string x =
         fmt::format("data{}[{}]", idx.src(0).arg_as<int64_t>(), operand(idx.src(1), names));
-    if (d.scalar() == dtypes::float16) x = fmt::format("vkg_h2f({})", x);
-    if (d.scalar() == dtypes::bfloat16) x = fmt::format("vkg_bf2f({})", x);
     if (idx.src().size() > 2)
       x = fmt::format("({} ? {} : ({}){})", operand(idx.src(2), names), x, ctype(d),
                       d.is_float() ? float_literal(0.0, d) : "0");
@@ -271,10 +249,7 @@ class CRenderer : public Linearizer {
   }
   std::string store(const UOp& st, const Names& names, int depth) const override {
     const UOp& index = st.src(0);
-    std::string value = operand(st.src(1), names);
-    const DType vd = st.src(1).dtype();
-    if (vd.scalar() == dtypes::float16) value = fmt::format("vkg_f2h({})", value);
-    if (vd.scalar() == dtypes::bfloat16) value = fmt::format("vkg_f2bf({})", value);
+    const std::string value = operand(st.src(1), names);
     return fmt::format("{}data{}[{}] = {};\n", indent(depth), index.src(0).arg_as<int64_t>(),
                        operand(index.src(1), names), value);
   }

@@ -30,8 +30,8 @@
 //
 // Semantics are the C renderer's: signed integers wrap (as SPIR-V's do), small integers compute
 // in 32 bits and wrap after every operation, division truncates and MOD takes the dividend's sign
-// (never GLSL's `%` on signed values), float16/bfloat16 are stored as uint16_t and every result
-// is rounded to them with bit-exact integer code. Division guards, shifts and float max arrive
+// (never GLSL's `%` on signed values), float16/bfloat16 arrive as float32 values and uint16 bits
+// (lower_halves). Division guards, shifts and float max arrive
 // written out by decompose. Literals are exact: floats that do not survive a decimal round trip
 // are written as their bits.
 //
@@ -60,10 +60,9 @@
 namespace vkgrad {
 namespace {
 
-bool is_half(DType d) { return d.scalar() == dtypes::float16 || d.scalar() == dtypes::bfloat16; }
 bool is_small_int(DType d) { return d.is_int() && d != dtypes::index && d.itemsize() < 4; }
 
-// GLSL's types: computed in (small integers in 32 bits, half floats in float), stored in.
+// GLSL's types: computed in (small integers in 32 bits), stored in (no half types: lower_halves).
 constexpr TypeTable kGlslTypes = [] {
   TypeTable t{};
   auto row = [&](ScalarType s, const char* c, const char* st) {
@@ -78,8 +77,6 @@ constexpr TypeTable kGlslTypes = [] {
   row(ScalarType::uint32, "uint", "uint");
   row(ScalarType::int64, "int64_t", "int64_t");
   row(ScalarType::uint64, "uint64_t", "uint64_t");
-  row(ScalarType::float16, "float", "uint16_t");
-  row(ScalarType::bfloat16, "float", "uint16_t");
   row(ScalarType::float32, "float", "float");
   row(ScalarType::float64, "double", "double");
   row(ScalarType::index, "int", "int");
@@ -345,9 +342,7 @@ class GlslRenderer : public Linearizer {
       if (s == ScalarType::float64) f64 = true;
       if (storage && (s == ScalarType::bool_ || s == ScalarType::int8 || s == ScalarType::uint8))
         s8 = true;
-      if (storage && (s == ScalarType::int16 || s == ScalarType::uint16 ||
-                      s == ScalarType::float16 || s == ScalarType::bfloat16))
-        s16 = true;
+      if (storage && (s == ScalarType::int16 || s == ScalarType::uint16)) s16 = true;
     };
     for (const UOp& u : topo_) note(u.dtype().scalar(), u.op() == Ops::DEFINE_GLOBAL);
     auto need = [](bool have, const char* what, const char* feature) {
@@ -470,14 +465,6 @@ class GlslRenderer : public Linearizer {
   }
   std::string cast(DType from, DType to, const std::string& x) const override {
     if (to.is_bool()) return from.is_bool() ? x : fmt::format("({} != {})", x, zero_of(from));
-    if (to.scalar() == dtypes::float16) {
-      use(kHalf);
-      return fmt::format("vkg_h2f(vkg_f2h(float({})))", x);
-    }
-    if (to.scalar() == dtypes::bfloat16) {
-      use(kBf16);
-      return fmt::format("vkg_bf2f(vkg_f2bf(float({})))", x);
-    }
     const std::string T = glsl_type(to);
     // Where the driver folds double(float(x)) to x, the narrowing goes through an xor with a
     // zero it cannot prove zero (a workgroup id is below the workgroup count).
@@ -505,32 +492,18 @@ class GlslRenderer : public Linearizer {
     return wrap(to, fmt::format("{}({})", T, x));
   }
   std::string bitcast(DType from, DType to, const std::string& x) const override {
-    const ScalarType f = from.scalar_type(), t = to.scalar_type();
-    // Half floats' bits as a uint.
-    std::string bits = x;
-    DType bdt = from;
-    if (is_half(from)) {
-      const bool h = f == ScalarType::float16;
-      use(h ? kHalf : kBf16);
-      bits = fmt::format("{}({})", h ? "vkg_f2h" : "vkg_f2bf", x);
-      bdt = dtypes::uint32;
-    }
-    if (t == ScalarType::float16 || t == ScalarType::bfloat16) {
-      const bool h = t == ScalarType::float16;
-      use(h ? kHalf : kBf16);
-      return fmt::format("{}(uint({}) & 0xffffu)", h ? "vkg_h2f" : "vkg_bf2f", bits);
-    }
-    if (bdt.scalar() == dtypes::float32)
-      return fmt::format("floatBits{}({})", t == ScalarType::uint32 ? "ToUint" : "ToInt", bits);
-    if (bdt.scalar() == dtypes::float64)
-      return fmt::format("doubleBitsTo{}({})", t == ScalarType::uint64 ? "Uint64" : "Int64", bits);
+    const ScalarType t = to.scalar_type();
+    if (from.scalar() == dtypes::float32)
+      return fmt::format("floatBits{}({})", t == ScalarType::uint32 ? "ToUint" : "ToInt", x);
+    if (from.scalar() == dtypes::float64)
+      return fmt::format("doubleBitsTo{}({})", t == ScalarType::uint64 ? "Uint64" : "Int64", x);
     if (t == ScalarType::float32)
-      return fmt::format("{}BitsToFloat({})", glsl_type(bdt) == "uint" ? "uint" : "int", bits);
+      return fmt::format("{}BitsToFloat({})", glsl_type(from) == "uint" ? "uint" : "int", x);
     if (t == ScalarType::float64)
-      return fmt::format("{}BitsToDouble({})", glsl_type(bdt) == "uint64_t" ? "uint64" : "int64",
-                         bits);
+      return fmt::format("{}BitsToDouble({})", glsl_type(from) == "uint64_t" ? "uint64" : "int64",
+                         x);
     // Integer to integer of the same width: a conversion that keeps the bits, then the wrap.
-    return wrap(to, fmt::format("{}({})", glsl_type(to), bits));
+    return wrap(to, fmt::format("{}({})", glsl_type(to), x));
   }
   std::string load(const UOp& ld, const Names& names) const override {
     const UOp& idx = ld.src(0);
@@ -569,14 +542,6 @@ class GlslRenderer : public Linearizer {
       case ScalarType::uint16:
         x = fmt::format("uint({})", x);
         break;
-      case ScalarType::float16:
-        use(kHalf);
-        x = fmt::format("vkg_h2f(uint({}))", x);
-        break;
-      case ScalarType::bfloat16:
-        use(kBf16);
-        x = fmt::format("vkg_bf2f(uint({}))", x);
-        break;
       default:
         break;
     }
@@ -589,12 +554,6 @@ class GlslRenderer : public Linearizer {
     switch (d.scalar_type()) {
       case ScalarType::bool_:
         return fmt::format("uint8_t({} ? 1u : 0u)", v);
-      case ScalarType::float16:
-        use(kHalf);
-        return fmt::format("uint16_t(vkg_f2h({}))", v);
-      case ScalarType::bfloat16:
-        use(kBf16);
-        return fmt::format("uint16_t(vkg_f2bf({}))", v);
       case ScalarType::int8:
       case ScalarType::uint8:
       case ScalarType::int16:
