@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
@@ -145,6 +146,33 @@ UOp gpu_dims(const UOp& kernel, const Target& target) {
   for (const UOp& u : all) total = total * u.src(0);
   digits_of(UOp::special(r.group ? "wgid" : "gid", simplify(total)), all, with);
   return substitute(kernel, with);
+}
+
+void plan_texels(const UOp& kernel, const Target& target, Program& p) {
+  if (!target.texel_loads) return;
+  std::map<int64_t, ScalarType> slots;
+  std::map<int64_t, bool> scalars, vectors;  // the slots read as scalars, as vec4s
+  for (const UOp& u : toposort(kernel))
+    if (u.op() == Ops::DEFINE_GLOBAL) {
+      const int64_t slot = u.arg_as<int64_t>();
+      (u.dtype().base().count() > 1 ? vectors : scalars)[slot] = true;
+      slots.emplace(slot, u.dtype().base().scalar_type());
+    }
+  if (slots.empty()) return;
+  const size_t n = static_cast<size_t>(slots.rbegin()->first) + 1;
+  for (const auto& [slot, s] : slots) {
+    // Read one way only: scalars through a view of 32-bit texels, vec4s of 128-bit ones.
+    const bool scalar = scalars.count(slot) != 0, vecs = vectors.count(slot) != 0;
+    using T = Program::Texel;
+    const T t = s == ScalarType::float32  ? (vecs ? T::float32x4 : T::float32)
+                : s == ScalarType::int32  ? (vecs ? T::int32x4 : T::int32)
+                : s == ScalarType::uint32 ? (vecs ? T::uint32x4 : T::uint32)
+                                          : T::none;
+    if (slot == 0 || (scalar && vecs) || t == T::none || (scalar && !target.texel_scalar_loads))
+      continue;
+    p.texel.resize(n, T::none);
+    p.texel[static_cast<size_t>(slot)] = t;
+  }
 }
 
 }  // namespace vkgrad

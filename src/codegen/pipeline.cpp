@@ -54,24 +54,33 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   k = run_pass("group_reductions", k, [&](const UOp& u) { return group_reductions(u, target); });
   k = run_pass("simplify", k, [](const UOp& u) { return simplify(u); });
   k = run_pass("fuse_multiply_add", k, [&](const UOp& u) { return fuse_multiply_add(u, target); });
-  p.uops = toposort(k);
   p.vars = var_args(k);
-  for (const UOp& u : p.uops)
+  const std::vector<UOp> nodes = toposort(k);
+  for (const UOp& u : nodes)
     if (u.op() == Ops::DEFINE_GLOBAL)
       p.num_buffers = std::max<int>(p.num_buffers, static_cast<int>(u.arg_as<int64_t>()) + 1);
   // The buffers: slot 0 is written, the others read; variables are 4-byte push constants.
   p.writes.assign(static_cast<size_t>(p.num_buffers), false);
   if (p.num_buffers > 0) p.writes[0] = true;
   if (target.threads) p.push_bytes = static_cast<uint32_t>(4 * p.vars.size());
+  // A CPU GEMM is printed from its plan; every other kernel from its flat list of statements.
+  const std::optional<GemmPlan> plan =
+      gemm && target.language == Target::Language::c
+          ? plan_gemm(k, target, static_cast<GemmA>(p.opts[0].axis), p.opts[0].amount)
+          : std::nullopt;
+  if (plan) {
+    p.uops = nodes;
+  } else {
+    p.uops = linearize(k, {.hoist = target.threads, .preload = target.threads});
+    if (spec_enabled()) verify_linear(p.uops);
+  }
   if (target.language == Target::Language::glsl) {
-    render_glsl(k, p.name, target, p);
+    plan_texels(k, target, p);
+    render_glsl(k, p.uops, p.name, target, p);
     return p;
   }
   // CPU launch: the threads split the outermost global loop (a symbolic one is sized per launch),
   // or the GEMM's rows, columns or batch, with the plan's scratch per thread.
-  const std::optional<GemmPlan> plan =
-      gemm ? plan_gemm(k, target, static_cast<GemmA>(p.opts[0].axis), p.opts[0].amount)
-           : std::nullopt;
   if (plan) {
     p.parallel_size = plan->parallel;
     p.scratch_floats = plan->scratch_floats;
@@ -79,7 +88,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
     p.parallel_size = axes.globals[0].src(0).vmax();
     if (range_size(axes.globals[0]) < 0) p.launch_size = axes.globals[0].src(0);
   }
-  render_c(k, p.name, plan ? &*plan : nullptr, plan ? UOp{} : vector_loop(k), p);
+  render_c(k, p.uops, p.name, plan ? &*plan : nullptr, plan ? UOp{} : vector_loop(k), p);
   return p;
 }
 

@@ -47,6 +47,10 @@ UOp fold_vectors(const UOp& kernel, const Target& target);
 // the grid (group_grid) and, for a symbolic index space, the per-launch size. Index math is int32
 // in shaders: an index space or a variable beyond it is a DeviceError.
 void plan_launch(const UOp& kernel, const Target& target, Program& p);
+// Threads targets with Target::texel_loads (launch.cpp): p.texel, the read-only slots of 32-bit
+// elements that the kernel reads one way only (as vec4s, or, with texel_scalar_loads, as
+// scalars), bound as uniform texel buffers.
+void plan_texels(const UOp& kernel, const Target& target, Program& p);
 // Whether a kernel with these ranges (collect_ranges) launches as a grid whose workgroups are its
 // LOCAL lanes (launch.cpp).
 struct RangeInfo;
@@ -67,13 +71,15 @@ UOp group_reductions(const UOp& kernel, const Target& target);
 // compiler instead of unrolled, where those loads read consecutive elements along it; else null
 // (vectorize.cpp).
 UOp vector_loop(const UOp& kernel);
-// Fills p.source, p.parallel_size and p.launch_size; with a plan (from plan_gemm on the same
-// AST), the kernel is rendered as a packed GEMM; `vector_loop`'s loop (or none) is left to the C
-// compiler's vectorizer, every other upcast and unroll loop unrolled.
-void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, const UOp& vector_loop,
-              Program& p);
-// Fills p.source and the buffer fields (writes, num_buffers, push_bytes) from the planned launch.
-void render_glsl(const UOp& ast, const std::string& name, const Target& target, Program& p);
+// Print the kernel's linear list (linearize) as C into p.source; with a plan (from plan_gemm on
+// the same AST), the kernel is printed as a packed GEMM instead; `vector_loop`'s loop (or none) is
+// left to the C compiler's vectorizer, every other upcast and unroll loop unrolled.
+void render_c(const UOp& ast, const std::vector<UOp>& list, const std::string& name,
+              const GemmPlan* gemm, const UOp& vector_loop, Program& p);
+// Print the kernel's linear list as a GLSL compute shader into p.source, for the launch and the
+// bindings the pipeline planned (p.local_size, p.groups, p.texel).
+void render_glsl(const UOp& ast, const std::vector<UOp>& list, const std::string& name,
+                 const Target& target, Program& p);
 std::string kernel_name(const UOp& ast);
 
 }  // namespace vkgrad

@@ -57,17 +57,35 @@ int debug_level() {
 
 std::string uop_listing(const Program& p) {
   std::unordered_map<const UOpNode*, size_t> index;
-  std::string out = fmt::format("{}: {} uops\n", p.name, p.uops.size());
-  for (const UOp& u : p.uops) {
-    std::string src;
-    for (const UOp& s : u.src()) {
-      auto it = index.find(s.get());
-      src += fmt::format("{}{}", src.empty() ? "" : ", ",
-                         it == index.end() ? std::string("?") : std::to_string(it->second));
+  // A source: the number of its entry, or, printed where used, the node itself.
+  auto ref = [&](auto& self, const UOp& u) -> std::string {
+    if (auto it = index.find(u.get()); it != index.end()) return std::to_string(it->second);
+    switch (u.op()) {
+      case Ops::CONST:
+        return format_arg(u.arg());
+      case Ops::DEFINE_GLOBAL:
+        return fmt::format("buf{}", u.arg_as<int64_t>());
+      case Ops::DEFINE_LOCAL:
+        return fmt::format("local{}", u.arg_as<int64_t>());
+      case Ops::SPECIAL:
+        return u.arg_as<std::string>();
+      case Ops::DEFINE_VAR:
+        return u.arg_as<VarArg>().name;
+      default:
+        break;
     }
-    out += fmt::format("{:4} {:<14} {:<24} [{}] {}\n", index.size(), op_name(u.op()),
-                       dtype_repr(u.dtype()), src, format_arg(u.arg()));
-    index.emplace(u.get(), index.size());
+    std::string s = fmt::format("{}(", op_name(u.op()));
+    for (size_t i = 0; i < u.src().size(); ++i) s += (i ? ", " : "") + self(self, u.src(i));
+    return s + ")";
+  };
+  std::string out = fmt::format("{}: {} uops\n", p.name, p.uops.size());
+  for (size_t n = 0; n < p.uops.size(); ++n) {
+    const UOp& u = p.uops[n];
+    std::string src;
+    for (const UOp& s : u.src()) src += fmt::format("{}{}", src.empty() ? "" : ", ", ref(ref, s));
+    out += fmt::format("{:4} {:<14} {:<24} [{}] {}\n", n, op_name(u.op()), dtype_repr(u.dtype()),
+                       src, format_arg(u.arg()));
+    index[u.get()] = n;  // a node listed again (in a later scope) is read from there on
   }
   return out;
 }

@@ -33,7 +33,7 @@ struct Program {
   // CPU programs: floats of 64-byte aligned scratch each thread needs (a GEMM's packed panels),
   // passed as bufs[num_buffers]; 0 when none.
   int64_t scratch_floats = 0;
-  std::vector<UOp> uops;  // the optimized kernel AST's nodes, children first (DEBUG=5)
+  std::vector<UOp> uops;  // the linear list (linearize), a GEMM's AST nodes (DEBUG=5)
 
   // GPU programs (GLSL) only. The shader's workgroup size is baked into its source; a launch
   // dispatches `groups` workgroups (already split into a 2-D/3-D grid when one dimension would
@@ -79,8 +79,9 @@ std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_co
 // reads this one.
 int debug_level();
 
-// The program's uops as a numbered list, one per line, children first: index, op, dtype, the
-// indices of its sources, its argument (DEBUG=5).
+// The program's uops (the linear list) numbered, one per line: index, op, dtype, its sources
+// (an earlier entry's number, or the node printed where it is used: a constant, buf<slot>,
+// INDEX(buf1, 7), ...), its argument (DEBUG=5).
 std::string uop_listing(const Program& p);
 
 struct CodegenOptions {

@@ -1,8 +1,8 @@
-// codegen: linearize a kernel AST into loops and render it as C.
+// codegen: print a kernel's linear list (linearize.hpp) as C, or a planned GEMM from its plan.
 //
-// The loop structure is the shared one (linearize.hpp); the global ranges are plain loops, the
-// first over [start, end): the thread pool's slice. Variables are read once from `vars`
-// (Program::vars order) into `var_<name>`, which loop bounds and expressions use.
+// The global ranges are plain loops, the first over [start, end): the thread pool's slice.
+// Variables are read once from `vars` (Program::vars order) into `var_<name>`, which loop bounds
+// and expressions use.
 //
 // Semantics kept exact: signed integer arithmetic wraps (computed in unsigned), division
 // truncates as C's does, float math is IEEE (no fast-math, no contraction). float16/bfloat16
@@ -161,12 +161,12 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
   return fmt::format("(({}){})", ctype(to), x);
 }
 
-class CRenderer : public Linearizer {
+class CRenderer : public Printer {
  public:
   CRenderer(const UOp& ast, const std::string& name, const UOp& vector_loop)
-      : Linearizer(ast), name_(name), vector_loop_(vector_loop) {}
+      : Printer(ast), ast_(ast), topo_(toposort(ast)), name_(name), vector_loop_(vector_loop) {}
 
-  void render(Program& p, const GemmPlan* gemm) {
+  void render(Program& p, const std::vector<UOp>& list, const GemmPlan* gemm) {
     std::string body;
     // Buffers.
     std::vector<UOp> globals;
@@ -193,23 +193,15 @@ class CRenderer : public Linearizer {
           kPrelude, gemm_prelude(gemm->vector), name_, body);
       return;
     }
-    // Global loops, the first over the thread's slice [start, end) of it.
-    int depth = 1;
-    bool first = true;
-    for (const UOp& r : ranges_of(AxisType::global)) {
-      if (first) {
-        body += fmt::format("{}for (int64_t {} = start; {} < end; {}++) {{\n", indent(depth),
-                            name_of(r), name_of(r), name_of(r));
-      } else {
-        body += fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n", indent(depth),
-                            name_of(r), range_end(r));
+    // The global loops come first, the outermost over the thread's slice [start, end) of it.
+    for (const UOp& u : list)
+      if (u.op() == Ops::RANGE && u.arg_as<AxisArg>().type == AxisType::global) {
+        first_global_ = u;
+        break;
       }
-      first = false;
-      ++depth;
-    }
-    if (first) body += "  if (start >= end) return;\n";
-    emit_body(depth, body);
-    close(depth, 1, body);
+    if (!first_global_) body += "  if (start >= end) return;\n";
+    Names names;
+    print(list, 1, body, names);
     p.source = fmt::format(
         "{}void {}(void** bufs, const int64_t* vars, int64_t start, int64_t end) {{\n{}}}\n",
         kPrelude, name_, body);
@@ -219,15 +211,14 @@ class CRenderer : public Linearizer {
   std::string type(DType d) const override { return ctype(d); }
   std::string literal(const UOp& c) const override { return const_literal(c); }
   // Integer identities print bare (0, 1); the lowest values need their type.
-  std::string identity(Ops op, DType d) const override {
-    const UOp c = reduce_identity(op, d);
+  std::string register_literal(const UOp& c) const override {
+    const DType d = c.dtype();
     if (d.is_int() && (c.is_const(0) || c.is_const(1)))
       return std::to_string(std::get<int64_t>(c.const_value()));
     return const_literal(c);
   }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
-                  const UOp* u) const override {
-    (void)u;
+                  const UOp&) const override {
     return alu_expr(op, d, sd, s);
   }
   std::string cast(DType from, DType to, const std::string& x) const override {
@@ -258,6 +249,11 @@ class CRenderer : public Linearizer {
   // unroll a short one (8 iterations) before its vectorizer sees it, so the loop says so (GCC
   // ignores the pragma).
   std::string loop_open(const UOp& r, int depth) const override {
+    if (r.arg_as<AxisArg>().type == AxisType::global)
+      return r == first_global_ ? fmt::format("{0}for (int64_t {1} = start; {1} < end; {1}++) {{\n",
+                                              indent(depth), name_of(r))
+                                : fmt::format("{0}for (int64_t {1} = 0; {1} < {2}; {1}++) {{\n",
+                                              indent(depth), name_of(r), range_end(r));
     const char* pragma = r == vector_loop_                              ? kVectorize
                          : r.arg_as<AxisArg>().type != AxisType::reduce ? kUnroll
                                                                         : "";
@@ -368,9 +364,7 @@ class CRenderer : public Linearizer {
       const int base = depth;
       auto body = [&] {
         Names names;
-        emit_nodes(needed(
-                       {x}, [](const UOp&) { return true; }, false),
-                   depth, out, names);
+        print(values_of({x}, topo_), depth, out, names);
         line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
       };
       auto zero_fill = [&] {
@@ -445,9 +439,9 @@ class CRenderer : public Linearizer {
       // The window's graphs are the plan's, not the kernel's: their nodes in their own order.
       auto emit_graph = [&](const UOp& value, Names& names) {
         std::vector<UOp> nodes;
-        for (const UOp& u : toposort(value))
-          if (!is_inline(u)) nodes.push_back(u);
-        emit_nodes(nodes, depth, out, names);
+        for (const UOp& u : values_of({value}, toposort(value)))
+          if (!names.count(u.get())) nodes.push_back(u);
+        print(nodes, depth, out, names);
       };
       auto copy = [&](const UOp& value, Names names) {
         emit_graph(value, names);
@@ -526,9 +520,7 @@ class CRenderer : public Linearizer {
       open("w", "0", "mr");
       line(depth, bind(p.m, "ic + ir + w"));
       Names names;
-      emit_nodes(needed(
-                     {p.a_rows}, [](const UOp&) { return true; }, false),
-                 depth, out, names);
+      print(values_of({p.a_rows}, topo_), depth, out, names);
       line(depth, fmt::format("ar[w] = data{} + {} + pc;", p.a.src(0).src(0).arg_as<int64_t>(),
                               operand(p.a_rows, names)));
       close_to(base);
@@ -587,22 +579,23 @@ class CRenderer : public Linearizer {
     line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
     Names names{{p.reduce.get(), "red"}};
     const UOp& st = ast_.src(0);
-    emit_nodes(needed(
-                   {st}, [](const UOp&) { return true; }, false),
-               depth, out, names);
+    print(values_of({st}, topo_), depth, out, names);
     out += store(st, names, depth);
     close_to(1);
   }
 
+  UOp ast_;
+  std::vector<UOp> topo_;
   std::string name_;
   UOp vector_loop_;
+  UOp first_global_;
 };
 
 }  // namespace
 
-void render_c(const UOp& ast, const std::string& name, const GemmPlan* gemm, const UOp& vector_loop,
-              Program& p) {
-  CRenderer(ast, name, vector_loop).render(p, gemm);
+void render_c(const UOp& ast, const std::vector<UOp>& list, const std::string& name,
+              const GemmPlan* gemm, const UOp& vector_loop, Program& p) {
+  CRenderer(ast, name, vector_loop).render(p, list, gemm);
 }
 
 namespace {

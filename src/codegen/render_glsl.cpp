@@ -1,5 +1,4 @@
-// codegen: render a kernel AST as a Vulkan GLSL 450 compute shader (the loop structure is the
-// shared one, linearize.hpp).
+// codegen: print a kernel's linear list (linearize.hpp) as a Vulkan GLSL 450 compute shader.
 //
 // Launch (planned by plan_launch and made SPECIALs by gpu_dims, launch.cpp): on a grid,
 // gidx<d> and lidx<d> are gl_WorkGroupID and gl_LocalInvocationID's coordinates. Otherwise the
@@ -154,12 +153,12 @@ std::string const_literal(const UOp& c) {
   return int_literal(std::get<int64_t>(v), d);
 }
 
-class GlslRenderer : public Linearizer {
+class GlslRenderer : public Printer {
  public:
   GlslRenderer(const UOp& ast, const std::string& name, const Target& target)
-      : Linearizer(ast), name_(name), target_(target) {}
+      : Printer(ast), topo_(toposort(ast)), name_(name), target_(target) {}
 
-  void render(Program& p) {
+  void render(Program& p, const std::vector<UOp>& list) {
     check_features();
     texel_ = &p.texel;
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
@@ -225,38 +224,21 @@ class GlslRenderer : public Linearizer {
                             inline_expr(total, {}));
     }
     // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
-    // aliasing vec4 block beside its scalar one. A read-only slot of 32-bit elements read one way
-    // only is a texel buffer where the target wants it (the BDA variant keeps addresses).
+    // aliasing vec4 block beside its scalar one; a texel buffer where the pipeline said so
+    // (plan_texels; the BDA variant keeps addresses).
     std::map<int64_t, UOp> by_slot;
-    std::map<int64_t, bool> scalar_slots;  // read as scalars
     for (const UOp& u : topo_)
       if (u.op() == Ops::DEFINE_GLOBAL) {
         const int64_t slot = u.arg_as<int64_t>();
-        (u.dtype().base().count() > 1 ? vec_slots_ : scalar_slots)[slot] = true;
+        if (u.dtype().base().count() > 1) vec_slots_[slot] = true;
         by_slot.emplace(slot, UOp::define_global(u.dtype().base().scalar().ptr(), slot));
       }
     std::vector<UOp> bufs;
     for (const auto& [slot, b] : by_slot) bufs.push_back(b);
     const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
-    if (target_.texel_loads)
-      for (const UOp& b : bufs) {
-        const int64_t slot = b.arg_as<int64_t>();
-        const ScalarType s = b.dtype().base().scalar_type();
-        // Read one way only: scalars through a view of 32-bit texels, vec4s of 128-bit ones.
-        const bool scalars = scalar_slots.count(slot) != 0, vecs = vec_slots_.count(slot) != 0;
-        using T = Program::Texel;
-        const T t = s == ScalarType::float32  ? (vecs ? T::float32x4 : T::float32)
-                    : s == ScalarType::int32  ? (vecs ? T::int32x4 : T::int32)
-                    : s == ScalarType::uint32 ? (vecs ? T::uint32x4 : T::uint32)
-                                              : T::none;
-        if (slot == 0 || (scalars && vecs) || t == T::none ||
-            (scalars && !target_.texel_scalar_loads))
-          continue;
-        p.texel.resize(static_cast<size_t>(n), Program::Texel::none);
-        p.texel[static_cast<size_t>(slot)] = t;
-      }
     if (!p.texel.empty()) extensions_.push_back("GL_EXT_samplerless_texture_functions");
-    emit_body(1, body);
+    Names names;
+    print(list, 1, body, names);
 
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
@@ -374,8 +356,6 @@ class GlslRenderer : public Linearizer {
   }
 
   // --- the language ---
-  bool hoist() const override { return true; }
-  bool preload() const override { return true; }
   std::string type(DType d) const override { return d.count() > 1 ? vec4_type(d) : glsl_type(d); }
   // `precise` makes the driver keep IEEE semantics (no contraction into fma, no x*0 -> 0 or
   // x/0 -> ... folding that assumes no NaN or Inf), so results round as the C backend's do.
@@ -385,7 +365,7 @@ class GlslRenderer : public Linearizer {
   std::string literal(const UOp& c) const override { return const_literal(c); }
   void use(GlslFunction h) const { use_function(helpers_, h); }
   std::string alu(Ops op, DType d, DType sd, const std::vector<std::string>& s,
-                  const UOp* u) const override {
+                  const UOp& u) const override {
     const bool f64 = sd.scalar() == dtypes::float64;
     const bool b = d.is_bool() && sd.is_bool();
     auto bin = [&](const char* o) { return fmt::format("({} {} {})", s[0], o, s[1]); };
@@ -409,8 +389,8 @@ class GlslRenderer : public Linearizer {
       case Ops::FDIV:
         // lavapipe folds x / +0.0 to 0 whatever x is (x / -0.0 survives): write out IEEE's
         // answer instead (NaN for 0 or NaN, else an infinity with x's sign).
-        if (u && u->src(1).is_const() && std::get<double>(u->src(1).const_value()) == 0 &&
-            !std::signbit(std::get<double>(u->src(1).const_value()))) {
+        if (u.src(1).is_const() && std::get<double>(u.src(1).const_value()) == 0 &&
+            !std::signbit(std::get<double>(u.src(1).const_value()))) {
           use(f64 ? kIsNanD : kIsNanF);
           const UOp inf = UOp::const_(d, std::numeric_limits<double>::infinity());
           const UOp nan = UOp::const_(d, std::numeric_limits<double>::quiet_NaN());
@@ -457,9 +437,9 @@ class GlslRenderer : public Linearizer {
   }
   // Divisors are safe (decompose guarded zero and MIN / -1). GLSL's % is undefined for negative
   // operands (glslang emits a floored OpSMod): C's truncating remainder is written out.
-  std::string divmod(Ops op, DType d, const std::vector<std::string>& s, const UOp* u) const {
+  std::string divmod(Ops op, DType d, const std::vector<std::string>& s, const UOp& u) const {
     if (op == Ops::IDIV) return wrap(d, fmt::format("({} / {})", s[0], s[1]));
-    const bool nonneg = d.is_unsigned() || (u && u->src(0).vmin() >= 0 && u->src(1).vmin() > 0);
+    const bool nonneg = d.is_unsigned() || (u.src(0).vmin() >= 0 && u.src(1).vmin() > 0);
     if (nonneg) return fmt::format("({} % {})", s[0], s[1]);
     return fmt::format("({0} - ({0} / {1}) * {1})", s[0], s[1]);
   }
@@ -573,6 +553,9 @@ class GlslRenderer : public Linearizer {
     if (buf.op() == Ops::DEFINE_LOCAL)
       return fmt::format("{}{}vkg_shared{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
                          operand(index.src(1), names), value);
+    if (buf.dtype().base().count() > 1)  // a vector store (fold_vectors) through the vec4 alias
+      return fmt::format("{}{}data{}_v4[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
+                         operand(index.src(1), names), value);
     return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
                        operand(index.src(1), names), to_storage(st.src(1).dtype(), value));
   }
@@ -583,32 +566,9 @@ class GlslRenderer : public Linearizer {
     return fmt::format("{0}{1}for (int {2} = 0; {2} < {3}; {2}++) {{\n", indent(depth),
                        unroll ? "[[unroll]] " : "", name_of(r), range_end(r));
   }
-  // A vector store (fold_vectors): the value is gathered along its range into a vec4, stored
-  // after that (innermost upcast) loop.
-  void emit_epilogue(int depth, std::string& out) override {
-    const UOp& st = ast_.src(0);
-    if (st.src().size() < 3) return Linearizer::emit_epilogue(depth, out);
-    const UOp& u = st.src(2);
-    const uint64_t bit = uint64_t{1} << u.arg_as<AxisArg>().id;
-    Names names = head_names_;
-    const auto epi = needed(
-        {st.src(1), st.src(0).src(1)}, [&](const UOp& x) { return !in_head(x); }, false);
-    std::vector<UOp> outer_nodes, inner_nodes;
-    for (const UOp& x : epi) (deps(x) & bit ? inner_nodes : outer_nodes).push_back(x);
-    std::vector<UOp> ups = ranges_of(AxisType::upcast);
-    ups.pop_back();
-    const int d = emit_nest(ups, outer_nodes, depth, out, names);
-    const std::string v = new_var();
-    out += fmt::format("{}{} {};\n", indent(d), vec4_type(st.src(1).dtype()), v);
-    const int di = emit_nest({u}, inner_nodes, d, out, names);
-    out += fmt::format("{}{}[{}] = {};\n", indent(di), v, name_of(u), operand(st.src(1), names));
-    close(di, d, out);
-    out += fmt::format("{}data0_v4[{}] = {};\n", indent(d), operand(st.src(0).src(1), names), v);
-    close(d, depth, out);
-  }
-
   bool texel(int64_t slot) const { return Program::is_texel(*texel_, static_cast<size_t>(slot)); }
 
+  std::vector<UOp> topo_;
   std::string name_;
   const Target& target_;
   const std::vector<Program::Texel>* texel_ = nullptr;  // the program's
@@ -619,8 +579,9 @@ class GlslRenderer : public Linearizer {
 
 }  // namespace
 
-void render_glsl(const UOp& ast, const std::string& name, const Target& target, Program& p) {
-  GlslRenderer(ast, name, target).render(p);
+void render_glsl(const UOp& ast, const std::vector<UOp>& list, const std::string& name,
+                 const Target& target, Program& p) {
+  GlslRenderer(ast, name, target).render(p, list);
 }
 
 }  // namespace vkgrad

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vkgrad/error.hpp>
 
 #include "codegen/linearize.hpp"  // range_size
@@ -148,10 +149,11 @@ class CpuRuntime final : public Runtime {
     k->vars = p.vars;
     k->launch_size = p.launch_size;
     k->scratch_floats = p.scratch_floats;
-    // Loop iterations of the whole kernel.
+    // Loop iterations of the whole kernel: each range once (the linear list opens some again).
     k->work = 1;
+    std::unordered_set<const UOpNode*> seen;
     for (const UOp& u : p.uops) {
-      if (u.op() != Ops::RANGE) continue;
+      if (u.op() != Ops::RANGE || !seen.insert(u.get()).second) continue;
       if (range_size(u) < 0)
         k->symbolic_ends.push_back(u.src(0));
       else
