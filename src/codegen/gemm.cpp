@@ -213,6 +213,43 @@ std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
   return w;
 }
 
+// Winograd F(2 x 2, 3 x 3) in place of the plan's window GEMM (GemmWinograd), or none where
+// the window is no stride-1 3 x 3 one over even output sizes. The threads split the batch, else
+// the rows (each then transforms all of V: a small part of its GEMMs' work).
+std::optional<GemmPlan> winograd(GemmPlan p, int64_t M) {
+  if (!p.window) return std::nullopt;
+  const GemmWindow& w = *p.window;
+  const int64_t H = range_size(p.n[0]), W = range_size(p.n[1]);
+  if (w.sy != 1 || w.sx != 1 || range_size(w.ky) != 3 || range_size(w.kx) != 3 || H % 2 != 0 ||
+      W % 2 != 0 || w.cols % 2 != 0)
+    return std::nullopt;
+  GemmWinograd g;
+  g.channels = prod_sizes(w.rest);
+  g.tiles_y = H / 2, g.tiles_x = W / 2;
+  // Blocks of about kTiles tiles: V and the C tile of 64 channels and rows take 512 KiB each.
+  constexpr int64_t kTiles = 128;
+  g.block_rows = std::clamp<int64_t>(kTiles / g.tiles_x, 1, g.tiles_y);
+  g.nb = (g.block_rows * g.tiles_x + p.nr - 1) / p.nr * p.nr;
+  g.panels = (M + p.mr - 1) / p.mr;
+  p.a_rows = {};
+  p.kc = g.channels;
+  p.split = !p.batch.empty() && range_size(p.batch[0]) >= 2 ? GemmSplit::batch : GemmSplit::rows;
+  p.step = p.split == GemmSplit::rows ? p.mr : 1;
+  p.share = p.split == GemmSplit::rows ? M : range_size(p.batch[0]);
+  p.parallel = (p.share + p.step - 1) / p.step;
+  auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
+  p.window->floats = part(w.plane);
+  g.v_offset = p.window->floats;
+  // V's and the C tile's 16 planes lie 64 floats apart beyond their size (render_c).
+  g.y_offset = part(16 * (g.panels * p.mr * g.nb + 64));
+  p.scratch_a = 0;
+  p.scratch_b = part(16 * g.panels * g.channels * p.mr);
+  p.scratch_c = p.scratch_b + part(g.v_offset + 16 * (g.channels * g.nb + 64));
+  p.scratch_floats = p.scratch_c + part(g.y_offset + 2 * W);
+  p.winograd = g;
+  return p;
+}
+
 }  // namespace
 
 int64_t gemm_max_rows(const Target& target) { return blocking(target).mr; }
@@ -311,6 +348,7 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
   p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
   p.parallel = (p.share + p.step - 1) / p.step;
+  if (a_read == GemmA::winograd) return winograd(std::move(p), M);
   if (a_read == GemmA::in_place ||
       (a_read == GemmA::planned && (std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace))
     p.a_rows = rows_in_place(p.a, p.k);

@@ -48,6 +48,22 @@ struct GemmWindow {
   UOp interior, row_mask;
 };
 
+// Winograd F(2 x 2, 3 x 3) (Opt GEMM(3, 0)) for a window of stride 1 and 3 x 3 taps over an even
+// number of output rows and columns: each 2 x 2 output tile is 16 products of transformed
+// operands instead of 36. Per thread: U = G g G^T of each (row, channel) of its rows, the 16
+// elements of each in panels of mr rows ([16][panel][channel][mr]); per block of whole rows of
+// tiles, V = B^T d B of each (channel, tile) from the window copy ([16][channel][nb]), 16 GEMMs
+// U x V into the C tile ([16][row][nb]), and Y = A^T M A of each (row, tile), through the
+// kernel's epilogue a row of outputs at a time.
+struct GemmWinograd {
+  int64_t channels = 0;              // the window's planes (the rest of k, flattened)
+  int64_t tiles_y = 0, tiles_x = 0;  // 2 x 2 output tiles per image
+  int64_t block_rows = 0, nb = 0;    // tile rows per block; the block's columns, padded to nr
+  int64_t panels = 0;                // panels of mr rows that hold all of M
+  int64_t v_offset = 0;              // V's offset in pack_b (after the window copy)
+  int64_t y_offset = 0;              // two rows of outputs' offset in tile_c (after M's tiles)
+};
+
 struct GemmPlan {
   UOp reduce;              // REDUCE(ADD) over k of MUL(a, b)
   UOp a, b;                // the operands
@@ -69,6 +85,7 @@ struct GemmPlan {
   // function of the m and batch ranges; else null. k is then one block (kc = K).
   UOp a_rows;
   std::optional<GemmWindow> window;
+  std::optional<GemmWinograd> winograd;
   // Each thread's scratch (floats, 64-byte aligned parts): packed A, packed B (or B's window
   // copy and then its int32 offset per k), the C tile.
   int64_t scratch_a = 0, scratch_b = 0, scratch_c = 0, scratch_floats = 0;
@@ -77,7 +94,8 @@ struct GemmPlan {
 // The plan for a large float32 matmul-like kernel on a target with Target::gemm, or none.
 // How Opt GEMM(a, rows) asks for A to be read (its axis): as the plan decides, packed, or where
 // it lies (GemmPlan::a_rows).
-enum class GemmA : int { planned = 0, packed = 1, in_place = 2 };
+// GemmA::winograd: the window's convolution as Winograd F(2 x 2, 3 x 3) (GemmWinograd).
+enum class GemmA : int { planned = 0, packed = 1, in_place = 2, winograd = 3 };
 // The plan of a kernel, or nullopt where it is no GEMM or the choices cannot apply: `rows` is
 // the register tile's rows (1 to the target's; 0: the plan's choice), `a` A's reading (in place
 // needs A contiguous along k).

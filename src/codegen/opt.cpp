@@ -300,8 +300,8 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
       case OptOp::GEMM:
         if (!target.gemm) fail("the target renders no packed GEMM");
         if (opts.size() != 1) fail("GEMM takes no other action besides it");
-        if (o.axis < 0 || o.axis > 2)
-          fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place");
+        if (o.axis < 0 || o.axis > 3)
+          fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place, 3 Winograd");
         if (o.amount < 0 || o.amount > gemm_max_rows(target))
           fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
                            gemm_max_rows(target)));
@@ -309,6 +309,8 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (!plan_gemm(ast, target, static_cast<GemmA>(o.axis), o.amount)) {
           if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
             fail("the kernel is not a large float32 matmul-like kernel");
+          if (o.axis == 3)
+            fail("the kernel is no stride-1 3 x 3 convolution over even output sizes (Winograd)");
           fail("A is not read along k where it lies");
         }
         return ast;

@@ -29,9 +29,11 @@
 //                  shared memory; one per list, beside at least one LOCAL).
 //   GEMM(a, r):    the kernel renders as a packed, blocked GEMM (targets with Target::gemm; a
 //                  float32 matmul-like kernel; alone in its list): A read as the plan decides
-//                  (a = 0), packed (1) or where it lies (2: A contiguous along k), r rows in the
-//                  register tile (0: the plan's choice; up to gemm_max_rows). The heuristics
-//                  say GEMM(0, 0); a search tries the others.
+//                  (a = 0), packed (1) or where it lies (2: A contiguous along k), or the
+//                  kernel as Winograd F(2 x 2, 3 x 3) (3: a stride-1 3 x 3 convolution over even
+//                  output sizes, GemmWinograd), r rows in the register tile (0: the plan's
+//                  choice; up to gemm_max_rows). The heuristics say GEMM(0, 0) or GEMM(3, 0); a
+//                  search tries the others.
 #pragma once
 
 #include <optional>

@@ -262,9 +262,10 @@ std::vector<Opt> beam_actions(const UOp& ast) {
   }
   if (!axes.reduces.empty())
     for (int64_t n : {16, 32, 64, 128, 256}) out.push_back({OptOp::GROUP, 0, n});
-  // The GEMM's variants: how A is read, the register tile's rows (those past the target's, or A
-  // in place where it is not contiguous, fail to render and are dropped).
-  for (int a : {0, 1, 2})
+  // The GEMM's variants: how A is read (or Winograd), the register tile's rows (those past the
+  // target's, A in place where it is not contiguous, Winograd where the kernel is no stride-1
+  // 3 x 3 convolution, fail to render and are dropped).
+  for (int a : {0, 1, 2, 3})
     for (int64_t rows : {0, 6, 8, 10, 12}) out.push_back({OptOp::GEMM, a, rows});
   return out;
 }

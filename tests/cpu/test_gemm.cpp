@@ -1,11 +1,14 @@
 // Matmul-like kernels rendered as packed, blocked GEMMs (codegen's plan_gemm and render_c): every
 // operand layout, ragged tile edges, k longer than one block, a batch, fused operands and a fused
 // epilogue, on the CPU against products computed in double precision.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 #include <vkgrad/vkgrad.hpp>
 
@@ -211,6 +214,89 @@ TEST(Gemm, ConvolutionSplitsItsBatch) {
   EXPECT_NE(src.find("pack_a"), std::string::npos);
   EXPECT_NE(src.find("= start; gidx0 < end;"), std::string::npos) << src;
   expect_near(c, want);
+}
+
+// relu(conv2d(x, w, bias)) of 3 x 3 windows, stride 1, in double precision.
+std::vector<double> conv3x3_relu(const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>& bias, int64_t B, int64_t C, int64_t O,
+                                 int64_t H, int64_t W, int64_t pad) {
+  const int64_t HO = H + 2 * pad - 2, WO = W + 2 * pad - 2;
+  std::vector<double> out(static_cast<size_t>(B * O * HO * WO));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < HO; ++y)
+        for (int64_t xx = 0; xx < WO; ++xx) {
+          double acc = bias[static_cast<size_t>(o)];
+          for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t iy = y + ky - pad, ix = xx + kx - pad;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc +=
+                    static_cast<double>(w[static_cast<size_t>(((o * C + ch) * 3 + ky) * 3 + kx)]) *
+                    x[static_cast<size_t>(((b * C + ch) * H + iy) * W + ix)];
+              }
+          out[static_cast<size_t>(((b * O + o) * HO + y) * WO + xx)] = std::max(acc, 0.0);
+        }
+  return out;
+}
+
+TEST(Gemm, WinogradConvolutions) {
+  // GEMM(3, 0): F(2 x 2, 3 x 3) with the bias and ReLU as its epilogue. One image (the threads
+  // split the rows: 7 rows in a panel of 8), a batch of 3 (the threads split it), no padding,
+  // and several blocks of tile rows (the last one short), against double precision.
+  struct Case {
+    int64_t B, C, O, H, W, pad;
+  };
+  const Target host = cpu::host_target();
+  for (const Case& k : {Case{1, 24, 7, 24, 32, 1}, Case{3, 32, 20, 16, 14, 1},
+                        Case{2, 32, 16, 18, 18, 0}, Case{1, 16, 6, 64, 24, 1}}) {
+    SCOPED_TRACE(fmt::format("batch {}, {} -> {} channels, {} x {}, padding {}", k.B, k.C, k.O, k.H,
+                             k.W, k.pad));
+    const std::vector<float> x = random_floats(k.B * k.C * k.H * k.W, 31),
+                             w = random_floats(k.O * k.C * 9, 32), bias = random_floats(k.O, 33);
+    const Tensor y = Tensor::from_vector(x, {k.B, k.C, k.H, k.W}, {}, "CPU")
+                         .conv2d(Tensor::from_vector(w, {k.O, k.C, 3, 3}, {}, "CPU"),
+                                 Tensor::from_vector(bias, {k.O}, {}, "CPU"), 1, k.pad)
+                         .relu();
+    const Schedule s = build_schedule(normalize_graph(std::vector<UOp>{tensor::uop(y)}).key);
+    ASSERT_EQ(s.kernels.size(), 1u);
+    Runtime& rt = engine::runtime_of("CPU");
+    const Program p = rt.render(s.kernels[0].ast, {.opts = std::vector<Opt>{{OptOp::GEMM, 3, 0}}});
+    EXPECT_NE(p.source.find("Winograd"), std::string::npos);
+    const std::shared_ptr<CompiledKernel> kernel = rt.compile(p);
+    std::vector<void*> bufs;
+    for (int index : s.kernels[0].buffers) {
+      const size_t count = static_cast<size_t>(s.buffers.at(static_cast<size_t>(index)).count);
+      bufs.push_back(rt.alloc(count * sizeof(float)));
+      if (bufs.size() == 1) continue;
+      const std::vector<float>& v = count == x.size() ? x : count == w.size() ? w : bias;
+      ASSERT_EQ(v.size(), count);
+      rt.copy_in(bufs.back(), v.data(), count * sizeof(float));
+    }
+    const KernelLaunch launch{kernel.get(), bufs};
+    rt.run({&launch, 1}, nullptr);
+    const std::vector<double> want = conv3x3_relu(x, w, bias, k.B, k.C, k.O, k.H, k.W, k.pad);
+    std::vector<float> got(want.size());
+    rt.copy_out(got.data(), bufs[0], got.size() * sizeof(float));
+    for (void* h : bufs) rt.free(h);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << "element " << i;
+  }
+  // An odd output size, a stride of 2 or a 5 x 5 window is no Winograd kernel: an Error naming it.
+  for (const auto& [size, stride, taps] : {std::tuple{9, 1, 3}, {12, 2, 3}, {12, 1, 5}}) {
+    const Tensor y =
+        Tensor::empty({1, 64, size, size}, dtypes::float32, "CPU")
+            .conv2d(Tensor::empty({64, 64, taps, taps}, dtypes::float32, "CPU"), {}, stride, 1);
+    const UOp ast =
+        build_schedule(normalize_graph(std::vector<UOp>{tensor::uop(y)}).key).kernels.at(0).ast;
+    try {
+      (void)codegen(ast, {.opts = std::vector<Opt>{{OptOp::GEMM, 3, 0}}}, host);
+      ADD_FAILURE() << "GEMM(3, 0) accepted for size " << size << ", stride " << stride;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Winograd"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Gemm, NooptKeepsThePlainLoops) {
