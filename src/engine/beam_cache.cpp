@@ -15,8 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Rows written by another library version are not read (their kernels may lower differently).
-constexpr const char* kVersion = VKGRAD_VERSION "/beam1";
+// Rows written by another library version are not read (their kernels may lower differently),
+// nor those of an earlier search space: the suffix counts its changes (beam2: Winograd's
+// GEMM(3, rows) joined the CPU's candidates).
+constexpr const char* kVersion = VKGRAD_VERSION "/beam2";
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS tuned ("
