@@ -292,13 +292,14 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   const int n_last = innermost_owned_by(0, g);
   if (n_last < 0) return std::nullopt;
   const int n_first = run_start(n_last);
+  // No rows (the other operand owns no output range: a depthwise convolution, whose channels
+  // both operands read) is one row per batch element, for a window only (below).
   const int m_last = innermost_owned_by(3 - owner[n_last], n_first);
-  if (m_last < 0) return std::nullopt;
-  const int m_first = run_start(m_last);
+  const int m_first = m_last < 0 ? 0 : run_start(m_last);
   for (int i = 0; i < g; ++i)
-    (i >= n_first && i <= n_last   ? p.n
-     : i >= m_first && i <= m_last ? p.m
-                                   : p.batch)
+    (i >= n_first && i <= n_last                  ? p.n
+     : m_last >= 0 && i >= m_first && i <= m_last ? p.m
+                                                  : p.batch)
         .push_back(info.globals[i]);
   if (owner[n_last] == 1) std::swap(p.a, p.b);
   const int64_t M = prod_sizes(p.m), K = prod_sizes(p.k);
@@ -308,8 +309,11 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   // columns at least: a long k (a conv's weight gradient sums over batch x rows x columns, 100K
   // at batch 32 and 56 x 56) takes a strip up to kMaxStripScale times the budget (the plain
   // register tile would run at 12 GFLOPS instead of ~150).
-  if (M < 4 || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
-      M * N > (int64_t{1} << 40) / K || M * N * K < kGemmMinWork)
+  // A row per batch element does its work across the batch, and pays from an eighth of the
+  // GEMM's least work (the masked loops it replaces are slow).
+  const int64_t work = M * N * K * (p.m.empty() ? 8 * prod_sizes(p.batch) : 1);
+  if ((M < 4 && !p.m.empty()) || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
+      M * N > (int64_t{1} << 40) / K || work < kGemmMinWork)
     return std::nullopt;
   // A window copy instead of packed B where it fits the same budget; the columns then run over
   // the copy's rows (y * cols + x).
@@ -317,6 +321,13 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
     p.window = std::move(w);
     N = range_size(p.n[0]) * p.window->cols;
   }
+  // Without rows only the window pays: a stencil of mr = 1 over each plane's copy, every tap an
+  // unaligned vector load (a depthwise 3 x 3 ran at 15-24 GFLOPS as masked loops).
+  // A strided one pays from 256 columns (MobileNetV2's stride-2 7 x 7 x 576 ran 0.057 -> 0.095
+  // ms: four phase planes of 8 x 8 each per channel, two strips of columns).
+  if (p.m.empty() &&
+      (!p.window || p.batch.empty() || ((p.window->sy > 1 || p.window->sx > 1) && N < 256)))
+    return std::nullopt;
   p.vector = b.vector;
   // The panels' rows: the most, down to two thirds of the register tile's, that computes at most
   // 1% of rows past M, else the fewest past M (64 rows as 8 panels of 8, not 6 of 11 with 2 rows
@@ -331,6 +342,7 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
     }
     if (padded(mr) < padded(p.mr)) p.mr = mr;
   }
+  if (M < p.mr) p.mr = M;  // one row (the depthwise stencil)
   if (rows < 0 || rows > b.mr) return std::nullopt;
   if (rows > 0) p.mr = rows;
   p.nr = N < b.nr ? b.vector : b.nr;  // a narrow output (a classifier's 10 columns): one vector

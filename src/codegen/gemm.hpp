@@ -6,7 +6,9 @@
 // a ignores n, b ignores m; any index math, masks and elementwise ops inside a and b are evaluated
 // once per element while packing (a stride-1 convolution's b once per input element: GemmWindow),
 // so transposed and fused operands cost no more; m, n and k may each be several ranges flattened
-// into one, as a convolution's channels and window.
+// into one, as a convolution's channels and window. m may be empty (one row) where b is read
+// through a window: a depthwise convolution, each channel a batch element whose taps are a
+// one-row stencil over its plane's copy.
 #pragma once
 
 #include <optional>

@@ -299,6 +299,39 @@ TEST(Gemm, WinogradConvolutions) {
   }
 }
 
+TEST(Gemm, DepthwiseConvolutionsAreStencilsOverTheWindowCopy) {
+  // groups = channels: both operands read the channel, so there are no rows; each channel is a
+  // batch element of one row, its taps read from the window copy (stride 1, and stride 2 from
+  // 256 columns), the bias and ReLU its epilogue. Against double precision.
+  for (const auto& [C, H, stride] : {std::tuple{32, 40, 1}, {24, 64, 2}}) {
+    SCOPED_TRACE(fmt::format("{} channels, {} x {}, stride {}", C, H, H, stride));
+    const int64_t HO = (H + 2 - 3) / stride + 1;
+    const std::vector<float> x = random_floats(C * H * H, 41), w = random_floats(C * 9, 42),
+                             bias = random_floats(C, 43);
+    const Tensor y = Tensor::from_vector(x, {1, C, H, H}, {}, "CPU")
+                         .conv2d(Tensor::from_vector(w, {C, 1, 3, 3}, {}, "CPU"),
+                                 Tensor::from_vector(bias, {C}, {}, "CPU"), stride, 1, 1, C)
+                         .relu();
+    const std::string src = rendered(y, true);
+    EXPECT_NE(src.find("pack_b"), std::string::npos);
+    std::vector<double> want(static_cast<size_t>(C * HO * HO));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oy = 0; oy < HO; ++oy)
+        for (int64_t ox = 0; ox < HO; ++ox) {
+          double acc = bias[static_cast<size_t>(c)];
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const int64_t iy = oy * stride + ky - 1, ix = ox * stride + kx - 1;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
+              acc += static_cast<double>(w[static_cast<size_t>(c * 9 + ky * 3 + kx)]) *
+                     x[static_cast<size_t>((c * H + iy) * H + ix)];
+            }
+          want[static_cast<size_t>((c * HO + oy) * HO + ox)] = std::max(acc, 0.0);
+        }
+    expect_near(y, want);
+  }
+}
+
 TEST(Gemm, NooptKeepsThePlainLoops) {
   const Matrix a = matrix(M, K, false, 1), b = matrix(K, N, false, 2);
   EXPECT_EQ(rendered(a.tensor.matmul(b.tensor), false).find("pack_a"), std::string::npos);
