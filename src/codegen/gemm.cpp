@@ -33,6 +33,9 @@ constexpr int64_t kMaxStripScale = 16;
 // transpose, a fifth of a 14 x 14 convolution's time (8 strips: N <= 256 at AVX-512's nr 32).
 constexpr int64_t kMaxStripsInPlace = 8;
 
+// Floats rounded up to whole 64-byte parts of the scratch.
+int64_t part(int64_t floats) { return (floats + 15) / 16 * 16; }
+
 struct Blocking {
   int64_t vector, mr, nr, mc, kc, panel_floats, max_nc;
 };
@@ -217,15 +220,12 @@ std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
 // the window is no stride-1 3 x 3 one over even output sizes. The threads split the batch, else
 // the rows (each then transforms all of V: a small part of its GEMMs' work).
 std::optional<GemmPlan> winograd(GemmPlan p, int64_t M) {
-  if (!p.window) return std::nullopt;
+  if (winograd_tiles(p) == 0) return std::nullopt;
   const GemmWindow& w = *p.window;
-  const int64_t H = range_size(p.n[0]), W = range_size(p.n[1]);
-  if (w.sy != 1 || w.sx != 1 || range_size(w.ky) != 3 || range_size(w.kx) != 3 || H % 2 != 0 ||
-      W % 2 != 0 || w.cols % 2 != 0)
-    return std::nullopt;
+  const int64_t W = range_size(p.n[1]);
   GemmWinograd g;
   g.channels = prod_sizes(w.rest);
-  g.tiles_y = H / 2, g.tiles_x = W / 2;
+  g.tiles_y = range_size(p.n[0]) / 2, g.tiles_x = W / 2;
   // Blocks of about kTiles tiles: V and the C tile of 64 channels and rows take 512 KiB each.
   constexpr int64_t kTiles = 128;
   g.block_rows = std::clamp<int64_t>(kTiles / g.tiles_x, 1, g.tiles_y);
@@ -237,7 +237,6 @@ std::optional<GemmPlan> winograd(GemmPlan p, int64_t M) {
   p.step = p.split == GemmSplit::rows ? p.mr : 1;
   p.share = p.split == GemmSplit::rows ? M : range_size(p.batch[0]);
   p.parallel = (p.share + p.step - 1) / p.step;
-  auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   p.window->floats = part(w.plane);
   g.v_offset = p.window->floats;
   // V's and the C tile's 16 planes lie 64 floats apart beyond their size (render_c).
@@ -251,6 +250,16 @@ std::optional<GemmPlan> winograd(GemmPlan p, int64_t M) {
 }
 
 }  // namespace
+
+int64_t winograd_tiles(const GemmPlan& p) {
+  if (!p.window || p.m.empty()) return 0;
+  const GemmWindow& w = *p.window;
+  const int64_t H = range_size(p.n[0]), W = range_size(p.n[1]);
+  if (w.sy != 1 || w.sx != 1 || range_size(w.ky) != 3 || range_size(w.kx) != 3 || H % 2 != 0 ||
+      W % 2 != 0 || w.cols % 2 != 0)
+    return 0;
+  return H / 2 * (W / 2);
+}
 
 int64_t gemm_max_rows(const Target& target) { return blocking(target).mr; }
 
@@ -371,7 +380,6 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   // in turn (render_c) while the panel is in L1 or L2: no k block keeps B's micro panel in L1,
   // but B's few strips are L2's, at two vectors per k.
   if (p.a_rows) p.kc = K;
-  auto part = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   p.scratch_a = 0;
   p.scratch_b = p.scratch_a + part(p.a_rows ? 0 : p.mc * p.kc);
   int64_t b_floats = K * p.nc;

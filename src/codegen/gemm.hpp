@@ -103,6 +103,10 @@ enum class GemmA : int { planned = 0, packed = 1, in_place = 2, winograd = 3 };
 // needs A contiguous along k).
 std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a = GemmA::planned,
                                   int64_t rows = 0);
+// The 2 x 2 output tiles per image of a plan's convolution as Winograd F(2 x 2, 3 x 3), or 0
+// where GEMM(3, rows) does not apply: no stride-1 3 x 3 window over even output sizes, or one row
+// (a depthwise convolution's single channel per GEMM gives its 16 products nothing to share).
+int64_t winograd_tiles(const GemmPlan& p);
 // The most rows a register tile of the target takes.
 int64_t gemm_max_rows(const Target& target);
 

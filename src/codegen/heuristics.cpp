@@ -68,10 +68,8 @@ int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
 }
 
 std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
-  if (const auto w = plan_gemm(ast, target, GemmA::winograd);
-      w && w->winograd->tiles_y * w->winograd->tiles_x >= kWinogradMinTiles)
-    return {{OptOp::GEMM, 3, 0}};
-  if (plan_gemm(ast, target)) return {{OptOp::GEMM, 0, 0}};
+  if (const auto plan = plan_gemm(ast, target))
+    return {{OptOp::GEMM, winograd_tiles(*plan) >= kWinogradMinTiles ? 3 : 0, 0}};
   const RangeInfo info = collect_ranges(ast);
   const int G = static_cast<int>(info.globals.size()), R = static_cast<int>(info.reduces.size());
   if (info.reduces.empty()) {
