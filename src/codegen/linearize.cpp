@@ -60,22 +60,38 @@ bool has(uint64_t mask, const UOp& r) { return (mask >> r.arg_as<AxisArg>().id) 
 bool is_register(const UOp& u) { return u.op() == Ops::INDEX && u.src(0).op() == Ops::DEFINE_REG; }
 bool is_register_load(const UOp& u) { return u.op() == Ops::LOAD && is_register(u.src(0)); }
 
-// Nodes of the kernel AST that are printed where they are used, never computed into a variable.
-// The kernel's own store is the epilogue's; a store to shared memory is a statement among the
-// nodes.
-bool is_inline(const UOp& u) {
+// Printed where used, in the kernel AST and in the list alike.
+bool is_leaf(const UOp& u) {
   return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
          u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::DEFINE_LOCAL ||
-         u.op() == Ops::INDEX || u.op() == Ops::SINK ||
+         u.op() == Ops::INDEX;
+}
+
+// Nodes of the kernel AST that are never computed into a variable. The kernel's own store is the
+// epilogue's; a store to shared memory is a statement among the nodes.
+bool is_inline(const UOp& u) {
+  return is_leaf(u) || u.op() == Ops::SINK ||
          (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::DEFINE_GLOBAL);
 }
 
 // Printed where used in the list: never an entry.
 bool is_operand(const UOp& u) {
-  return u.op() == Ops::CONST || u.op() == Ops::RANGE || u.op() == Ops::SPECIAL ||
-         u.op() == Ops::DEFINE_VAR || u.op() == Ops::DEFINE_GLOBAL || u.op() == Ops::DEFINE_LOCAL ||
-         u.op() == Ops::DEFINE_REG || u.op() == Ops::INDEX || u.op() == Ops::GEP ||
-         is_register_load(u);
+  return is_leaf(u) || u.op() == Ops::DEFINE_REG || u.op() == Ops::GEP || is_register_load(u);
+}
+
+// The nodes reachable from `roots`: not below a SPECIAL (its size is the launch's, not the
+// kernel's to compute), nor, unless `into_reduces`, below a REDUCE.
+std::unordered_set<const UOpNode*> reachable(const std::vector<UOp>& roots, bool into_reduces) {
+  std::unordered_set<const UOpNode*> seen;
+  std::vector<UOp> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    UOp u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u.get()).second) continue;
+    if ((u.op() == Ops::REDUCE && !into_reduces) || u.op() == Ops::SPECIAL) continue;
+    for (const UOp& s : u.src()) stack.push_back(s);
+  }
+  return seen;
 }
 
 // A float MAX combines as decompose writes it; the other ops as themselves.
@@ -168,16 +184,7 @@ class Linearizer {
   // also through the bodies of REDUCEs.
   template <class Keep>
   std::vector<UOp> needed(const std::vector<UOp>& roots, Keep keep, bool into_reduces) const {
-    std::unordered_set<const UOpNode*> seen;
-    std::vector<UOp> stack(roots.begin(), roots.end());
-    while (!stack.empty()) {
-      UOp u = stack.back();
-      stack.pop_back();
-      if (!seen.insert(u.get()).second) continue;
-      if (u.op() == Ops::REDUCE && !into_reduces) continue;
-      if (u.op() == Ops::SPECIAL) continue;  // its size is the launch's, not the kernel's
-      for (const UOp& s : u.src()) stack.push_back(s);
-    }
+    const auto seen = reachable(roots, into_reduces);
     std::vector<UOp> out;
     for (const UOp& u : topo_)
       if (seen.count(u.get()) && !is_inline(u) && keep(u)) out.push_back(u);
@@ -471,14 +478,7 @@ void verify_linear(const std::vector<UOp>& list) {
 }
 
 std::vector<UOp> values_of(const std::vector<UOp>& roots, const std::vector<UOp>& order) {
-  std::unordered_set<const UOpNode*> seen;
-  std::vector<UOp> stack(roots.begin(), roots.end());
-  while (!stack.empty()) {
-    UOp u = stack.back();
-    stack.pop_back();
-    if (!seen.insert(u.get()).second || u.op() == Ops::REDUCE || u.op() == Ops::SPECIAL) continue;
-    for (const UOp& s : u.src()) stack.push_back(s);
-  }
+  const auto seen = reachable(roots, false);
   std::vector<UOp> out;
   for (const UOp& u : order)
     if (seen.count(u.get()) && !is_inline(u) && !is_operand(u) && u.op() != Ops::REDUCE)

@@ -553,11 +553,11 @@ class GlslRenderer : public Printer {
     if (buf.op() == Ops::DEFINE_LOCAL)
       return fmt::format("{}{}vkg_shared{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
                          operand(index.src(1), names), value);
-    if (buf.dtype().base().count() > 1)  // a vector store (fold_vectors) through the vec4 alias
-      return fmt::format("{}{}data{}_v4[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
-                         operand(index.src(1), names), value);
-    return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
-                       operand(index.src(1), names), to_storage(st.src(1).dtype(), value));
+    // A vector store (fold_vectors) goes through the vec4 alias.
+    const bool vec = buf.dtype().base().count() > 1;
+    return fmt::format("{}{}data{}{}[{}] = {};\n", indent(depth), gate, buf.arg_as<int64_t>(),
+                       vec ? "_v4" : "", operand(index.src(1), names),
+                       vec ? value : to_storage(st.src(1).dtype(), value));
   }
   std::string barrier(int depth) const override { return indent(depth) + "barrier();\n"; }
   std::string loop_open(const UOp& r, int depth) const override {
