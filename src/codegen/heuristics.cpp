@@ -8,12 +8,15 @@
 //                Winograd F(2 x 2, 3 x 3), GEMM(3, 0) (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms;
 //                ResNet-18's 56 x 56 convs 1.55 -> 1.33 ms; at 14 x 14 with 256 channels it
 //                lost, 4.0 -> 5.6 ms: the weights' transform, per call, outweighs 49 tiles);
-//   matmul-like (an input ignores the innermost output axis): a register tile, the innermost
-//                output axis by 32, 16 or 8 (one vector) and another reused axis by 8, 4 or 2;
+//   matmul-like (a loaded factor of a summed product ignores the innermost output axis:
+//                reuses_product; a bias added before a row's sum does not make a LayerNorm's
+//                mean one): a register tile, the innermost output axis by 32, 16 or 8 (one
+//                vector) and another reused axis by 8, 4 or 2;
 //   other reductions: several accumulators, one per output of a run of the innermost output
 //                axis when the loads run along it and not along the reduction (a column sum:
 //                vector loads instead of one cache line per element), else split ones for the
-//                innermost reduction (UNROLL by 32, 16 or 8: breaks the add latency chain).
+//                innermost reduction (UNROLL by 32, 16 or 8, leaving 16 steps at least: breaks
+//                the add latency chain).
 // GPU targets (one invocation per output element, or per group of 4 / per tile):
 //   elementwise:  the innermost output axis by 4 when it divides, so loads and the store of a
 //                 contiguous axis become vec4 accesses (lavapipe: scalar 6.4-7 GB/s,
@@ -90,7 +93,7 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
   if (G > 0) {
     const UOp& last = info.globals.back();
     if (const int64_t f = pick_factor(range_size(last), {32, 16, 8});
-        f > 1 && has_reuse(info, last)) {
+        f > 1 && reuses_product(ast, last)) {
       opts.push_back({OptOp::UPCAST, G - 1, f});
       for (int g = G - 2; g >= 0; --g)
         if (const int64_t f2 = pick_factor(range_size(info.globals[g]), {8, 4, 2});
@@ -104,7 +107,10 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
     const bool columns = G > 0 && contiguous_along(info, info.globals.back()) &&
                          !contiguous_along(info, info.reduces.back());
     const UOp& axis = columns ? info.globals.back() : info.reduces.back();
-    if (const int64_t f = pick_factor(range_size(axis), {32, 16, 8}); f > 1)
+    const int64_t size = range_size(axis);
+    int64_t f = pick_factor(size, {32, 16, 8});
+    while (!columns && f > 8 && size / f < 16) f /= 2;  // 16 steps of the accumulators
+    if (f > 1)
       opts.push_back(columns ? Opt{OptOp::UPCAST, G - 1, f} : Opt{OptOp::UNROLL, R - 1, f});
   }
   return opts;
@@ -202,7 +208,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // invocations (the encoder's FFN projections, 128 x 256 outputs: 2-5x, what BEAM found); not
   // a convolution (ResNet-50 under Jit: 3.3 -> 6.4 ms grouped). Without the minimum, matmul-like
   // kernels keep their register tiles from 4096 outputs.
-  const bool reused = G > 0 && has_reuse(info, info.globals.back());
+  const bool reused = G > 0 && reuses_product(ast, info.globals.back());
   const bool gpu = !target.cpu_device && target.min_invocations > 0;
   // Several reduce axes, or several output axes and a reduction of 128 or more (an NCHW 1 x 1
   // conv): a convolution, whose register tiles already leave Target::min_invocations

@@ -42,6 +42,23 @@ bool has_reuse(const RangeInfo& info, const UOp& g) {
                      [&](const UOp& idx) { return !mentions(idx, g); });
 }
 
+bool reuses_product(const UOp& ast, const UOp& g) {
+  auto loads_without_g = [&](const UOp& f) {
+    if (mentions(f, g)) return false;
+    const std::vector<UOp> nodes = toposort(f);
+    return std::any_of(nodes.begin(), nodes.end(),
+                       [](const UOp& u) { return u.op() == Ops::LOAD; });
+  };
+  for (const UOp& r : toposort(ast)) {
+    if (r.op() != Ops::REDUCE) continue;
+    for (const UOp& u : toposort(r.src(0)))
+      if (u.op() == Ops::MUL && ((loads_without_g(u.src(0)) && mentions(u.src(1), g)) ||
+                                 (loads_without_g(u.src(1)) && mentions(u.src(0), g))))
+        return true;
+  }
+  return false;
+}
+
 bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b) {
   return std::any_of(info.load_indices.begin(), info.load_indices.end(),
                      [&](const UOp& idx) { return mentions(idx, a) && !mentions(idx, b); });

@@ -22,6 +22,10 @@ RangeInfo collect_ranges(const UOp& ast);
 bool mentions(const UOp& expr, const UOp& range);
 // Some load reads the same element for every value of `g`: upcasting g reuses it.
 bool has_reuse(const RangeInfo& info, const UOp& g);
+// A product summed by a reduction has a loaded factor that ignores `g` and another that mentions
+// it (a matmul's A across its columns, a convolution's weights across its pixels): the kernel is
+// matmul-like along g. An addend that ignores g (a bias added before a row's sum) is not.
+bool reuses_product(const UOp& ast, const UOp& g);
 // Some load that mentions `a` ignores `b`: upcasting both reuses loads along either.
 bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b);
 // The index expression grows by exactly 1 as `r` steps by one.

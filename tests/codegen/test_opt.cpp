@@ -140,6 +140,14 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp rows = scheduled_kernel(input({4, 4096}).sum(1));
   EXPECT_EQ(heuristic_opts(rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
   EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
+  // 16 steps of the split accumulators at least: a row of 128 by 8.
+  const UOp short_rows = scheduled_kernel(input({64, 128}).sum(1));
+  EXPECT_EQ(heuristic_opts(short_rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 8}}));
+  // A bias added before a row's sum (a LayerNorm's mean of x + b) is reused across the rows but
+  // makes no matmul: no register tile of rows read 256 apart.
+  const UOp biased = scheduled_kernel((input({128, 256}) + input({256})).mean(1));
+  EXPECT_EQ(heuristic_opts(biased, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 16}}));
+  EXPECT_EQ(heuristic_opts(biased, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
   const UOp ew = scheduled_kernel(input({64, 60}) * input({60, 64}).transpose());
   EXPECT_TRUE(heuristic_opts(ew, cpu).empty());  // the C compiler vectorizes the loop
   EXPECT_EQ(heuristic_opts(ew, gpu), (std::vector<Opt>{{OptOp::UPCAST, 1, 4}}));
@@ -198,7 +206,7 @@ TEST(Opt, HeuristicsPerTarget) {
             (std::vector<Opt>{{OptOp::UNROLL, 0, 8}, {OptOp::UNROLL, 0, 8}}));
   EXPECT_NO_THROW(apply_opts(c512, heuristic_opts(c512, big_gpu), big_gpu));
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, ew, conv, late, mm256, narrow}) {
+  for (const UOp& k : {mm, big, rows, short_rows, biased, ew, conv, late, mm256, narrow}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, lavapipe), lavapipe));
