@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -27,10 +28,12 @@ namespace {
 std::mutex g_hook_mu;
 std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> g_hook;
 
-// A candidate dropped when it runs longer than this many times the best so far.
+// A candidate is dropped when it runs longer than this many times the list it extends (and than
+// kTimeoutFactor x kMaxSlowdown times the best so far).
 constexpr double kTimeoutFactor = 4.0;
 constexpr int kRuns = 3;
 constexpr int kMaxRounds = 8;
+constexpr double kMaxSlowdown = 16.0;
 // The final paired look: the winner and the heuristics' kernel timed again, alternately, this
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
@@ -189,18 +192,18 @@ class Search {
   }
 
  private:
-  // The minimum of kRuns runs; nothing when the first two exceed `limit` (0: no limit; a first
-  // run alone pays for cold caches).
+  // The minimum of a first run alone (it pays for cold caches and a device waking up) and
+  // kRuns runs back to back in one submission (a GPU left idle while candidates compile clocks
+  // down, and a lone dispatch then times several times slower than in a forward); nothing when
+  // the first run exceeds twice `limit` or the minimum exceeds it (0: no limit).
   std::optional<double> time(const CompiledKernel& k, double limit) {
-    const KernelLaunch launch{&k, bufs_};
-    double best = 0;
-    for (int i = 0; i < kRuns; ++i) {
-      std::vector<double> seconds;
-      rt_.run({&launch, 1}, &seconds);
-      const double s = seconds.empty() ? 0 : seconds[0];
-      best = i == 0 ? s : std::min(best, s);
-      if (i == 1 && limit > 0 && best > limit) return std::nullopt;
-    }
+    const std::vector<KernelLaunch> launches(kRuns + 1, KernelLaunch{&k, bufs_});
+    std::vector<double> seconds;
+    rt_.run({launches.data(), 1}, &seconds);
+    if (limit > 0 && !seconds.empty() && seconds[0] > 2 * limit) return std::nullopt;
+    rt_.run({launches.data() + 1, kRuns}, &seconds);
+    const double best = seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
+    if (limit > 0 && best > limit) return std::nullopt;
     return best;
   }
   std::vector<uint8_t> output() {
@@ -282,52 +285,62 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   struct Candidate {
     std::vector<Opt> opts;
     double seconds;
+    double parent = 0;  // the time of the list it extends (infinity for a root)
   };
+  constexpr double kRoot = std::numeric_limits<double>::infinity();
   std::tie(res.heuristic, res.heuristic_seconds) = s.reference();
   std::set<std::string> seen{to_string(res.heuristic)};
-  std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds}};
+  std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds, kRoot}};
   Candidate best = beam[0];
+  // A candidate runs until it is kTimeoutFactor times slower than the list it extends or than
+  // kMaxSlowdown times the best so far (a root's only limit).
+  auto limit = [&](const Candidate& c) {
+    return std::min(c.parent, kMaxSlowdown * best.seconds) * kTimeoutFactor;
+  };
   // The lists not seen before, compiled together, then timed one at a time.
-  auto try_lists = [&](const std::vector<std::vector<Opt>>& lists, std::vector<Candidate>& into) {
-    std::vector<std::vector<Opt>> fresh;
-    for (const std::vector<Opt>& l : lists)
-      if (seen.insert(to_string(l)).second) fresh.push_back(l);
-    const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(fresh);
+  auto try_lists = [&](const std::vector<Candidate>& lists, std::vector<Candidate>& into) {
+    std::vector<Candidate> fresh;
+    std::vector<std::vector<Opt>> opts;
+    for (const Candidate& l : lists)
+      if (seen.insert(to_string(l.opts)).second) {
+        fresh.push_back(l);
+        opts.push_back(l.opts);
+      }
+    const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(opts);
     for (size_t i = 0; i < fresh.size(); ++i) {
       ++res.tried;
       const std::optional<double> t =
-          kernels[i] ? s.measure(*kernels[i], fresh[i], best.seconds * kTimeoutFactor)
-                     : std::nullopt;
-      if (t)
-        into.push_back({fresh[i], *t});
-      else
+          kernels[i] ? s.measure(*kernels[i], fresh[i].opts, limit(fresh[i])) : std::nullopt;
+      if (t) {
+        into.push_back({fresh[i].opts, *t, fresh[i].parent});
+        if (*t < best.seconds) best = into.back();
+      } else {
         ++res.dropped;
-      if (progress) {
-        double fastest = best.seconds;
-        for (const Candidate& c : into) fastest = std::min(fastest, c.seconds);
-        progress(res.tried, fastest);
       }
+      if (progress) progress(res.tried, best.seconds);
     }
   };
-  try_lists({{}}, beam);
-  for (const Candidate& c : beam)
-    if (c.seconds < best.seconds) best = c;
+  try_lists({{{}, 0, kRoot}}, beam);
   const std::vector<Opt> actions = beam_actions(ast);
+  // A candidate is kept when it is faster than the list it extends: a path that starts slower
+  // than the heuristics' list (the empty list's first actions) is followed while each step pays,
+  // and the search ends when no step does.
   for (int round = 0; round < kMaxRounds; ++round) {
-    std::vector<std::vector<Opt>> lists;
+    std::vector<Candidate> lists;
     for (const Candidate& c : beam)
       for (const Opt& a : actions) {
-        lists.push_back(c.opts);
-        lists.back().push_back(a);
+        lists.push_back({c.opts, 0, c.seconds});
+        lists.back().opts.push_back(a);
       }
     // The actions that stand alone (GEMM's variants) are reached from the empty list only: the
     // first round tries them even where the empty list ran too slowly to be kept.
     if (round == 0 &&
         std::none_of(beam.begin(), beam.end(), [](const Candidate& c) { return c.opts.empty(); }))
       for (const Opt& a : actions)
-        if (a.op == OptOp::GEMM) lists.push_back({a});
+        if (a.op == OptOp::GEMM) lists.push_back({{a}, 0, kRoot});
     std::vector<Candidate> next;
     try_lists(lists, next);
+    std::erase_if(next, [](const Candidate& c) { return !(c.seconds < c.parent); });
     if (next.empty()) break;
     std::stable_sort(next.begin(), next.end(),
                      [](const Candidate& a, const Candidate& b) { return a.seconds < b.seconds; });
@@ -335,8 +348,6 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     if (debug_level() >= 2)
       std::fprintf(stderr, "beam: round %d: %d tried, best %s %.3f ms\n", round, res.tried,
                    to_string(next[0].opts).c_str(), next[0].seconds * 1e3);
-    if (!(next[0].seconds < best.seconds)) break;  // nothing faster this round
-    best = next[0];
     beam = std::move(next);
   }
   if (best.opts != res.heuristic) {

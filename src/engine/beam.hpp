@@ -4,11 +4,12 @@
 // The search starts from the heuristics' list and the empty list. Each round extends every kept
 // candidate by one action (beam_actions: every Opt op on every axis at the usual amounts; the
 // target's limits are apply_opts's checks, so an illegal one fails to render and is dropped) and
-// keeps the `width` fastest; it stops when a round finds nothing faster. A candidate's time is
-// the minimum of a few runs; one that fails to render or compile, runs past a multiple of the
-// best time so far, or whose output differs from the heuristics' kernel on the same random
-// inputs (exact for integers, a tolerance for floats) is dropped. Kernels with variables keep
-// the heuristics.
+// keeps the `width` fastest of the extensions that are faster than the list they extend; it
+// stops when no extension is. A candidate's time is the minimum of a run alone and a few runs
+// back to back; one that fails to render or compile, runs past a multiple of the list it
+// extends or of the best time so far, or whose output differs from the heuristics' kernel on
+// the same random inputs (exact for integers, a tolerance for floats) is dropped. The winner is
+// the fastest list timed. Kernels with variables keep the heuristics.
 #pragma once
 
 #include <functional>

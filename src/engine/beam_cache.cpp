@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 
 // Rows written by another library version are not read (their kernels may lower differently),
 // nor those of an earlier search space: the suffix counts its changes (beam2: Winograd's
-// GEMM(3, rows) joined the CPU's candidates).
-constexpr const char* kVersion = VKGRAD_VERSION "/beam2";
+// GEMM(3, rows) joined the CPU's candidates; beam3: paths from the empty list are followed
+// while each step pays, so winners lie beyond the neighbourhood of the heuristics' list).
+constexpr const char* kVersion = VKGRAD_VERSION "/beam3";
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS tuned ("
