@@ -58,6 +58,9 @@ class CRenderer : public Printer {
   void render_gemm(const GemmPlan& p, std::string& out, int buffers);
   // Declares `ranges` from their flattened index `flat` (the innermost varies fastest).
   static std::string bind(const std::vector<UOp>& ranges, const std::string& flat);
+  // The epilogue's store `st` with the column ranges as digits of SPECIAL "col", the flat
+  // column, and its loads' and store's indices simplified (affine in it where the layout allows).
+  static UOp flat_columns(const UOp& st, const GemmPlan& p);
   // Winograd F(2 x 2, 3 x 3) (GemmWinograd): U = G g G^T of each of this thread's rows and each
   // channel, g the kernel's A at the nine taps, in panels of mr rows; rows past m_hi are zeros.
   void winograd_weights(const GemmPlan& p, int depth, std::string& out);

@@ -2,8 +2,12 @@
 // Winograd F(2 x 2, 3 x 3) over a convolution's window copy.
 #include <fmt/format.h>
 
+#include <unordered_map>
+#include <unordered_set>
+
 #include "codegen/ranges.hpp"
 #include "codegen/render_c.hpp"
+#include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
 
@@ -299,15 +303,50 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     open(x, "x0", "x1");
     line(depth, fmt::format("const int64_t j = {} * {} + {} - jc;", y, win->cols, x));
   } else {
+    // (clang honours restrict on parameters only: without the pragma it reloads the per-row
+    // operands after each store and finds vectorizing not worth it; each column touches only
+    // its own elements)
+    if (p.n.size() > 1) out += kVectorizeDisjoint;
     open("j", "0", "nc");
     line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
+    if (p.n.size() > 1) line(depth, "const int64_t col = jc + j;");
   }
   line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
   Names names{{p.reduce.get(), "red"}};
-  const UOp& st = ast_.src(0);
-  print(values_of({st}, topo_), depth, out, names);
+  UOp st = ast_.src(0);
+  if (!win && p.n.size() > 1) st = flat_columns(st, p);
+  print(values_of({st}, toposort(st)), depth, out, names);
   out += store(st, names, depth);
   close_to(1);
+}
+
+// The epilogue's loads and store with the columns' ranges written as digits of the flat column
+// (SPECIAL "col") and their indices simplified: where the output and the operands lie along the
+// columns in the flattened order (a 1 x 1 convolution's y * W + x), an index is then affine in
+// the column and the loop vectorizes; with the ranges' divisions and remainders it did not
+// (ResNet-50's r_256_56_56_64, two batch norms and the residual: 0.93 ms, 0.34 without them).
+UOp CRenderer::flat_columns(const UOp& st, const GemmPlan& p) {
+  const int64_t N = prod_sizes(p.n);
+  const UOp col = UOp::special("col", UOp::const_(dtypes::index, N));
+  std::unordered_map<UOp, UOp, UOpHash> digits{{p.reduce, p.reduce}};
+  int64_t stride = N;
+  for (const UOp& r : p.n) {
+    stride /= range_size(r);
+    UOp d = col / UOp::const_(dtypes::index, stride);
+    if (r != p.n.front()) d = d % UOp::const_(dtypes::index, range_size(r));
+    digits.emplace(r, d);
+  }
+  const UOp flat = substitute(st, digits);
+  std::unordered_map<UOp, UOp, UOpHash> simpler{{p.reduce, p.reduce}};
+  const std::vector<UOp> inner = toposort(p.reduce);
+  const std::unordered_set<UOp, UOpHash> reduced(inner.begin(), inner.end());
+  for (const UOp& u : toposort(flat)) {
+    if (u.op() != Ops::INDEX || reduced.count(u)) continue;
+    std::vector<UOp> src = u.src();
+    for (size_t i = 1; i < src.size(); ++i) src[i] = simplify(src[i]);
+    simpler.emplace(u, u.replace(std::move(src)));
+  }
+  return substitute(flat, simpler);
 }
 
 std::string CRenderer::bind(const std::vector<UOp>& ranges, const std::string& flat) {

@@ -355,6 +355,44 @@ TEST(Gemm, FusedOperandsAndEpilogue) {
   expect_near(c, want);
 }
 
+TEST(Gemm, PointwiseConvolutionEpiloguesRunAlongTheFlatColumns) {
+  // relu(conv1x1(x) + bias + r) over the output's rows and columns flattened: the epilogue reads
+  // the residual r at the flat column (one vectorized loop) where r lies like the output, and
+  // through its rows and columns where it is transposed. Stride 1 (30 x 30: column blocks end
+  // mid-row) and stride 2 (15 x 15).
+  constexpr int64_t C = 64, O = 96, H = 30, W = 30;
+  const std::vector<float> x = random_floats(C * H * W, 21), w = random_floats(O * C, 22),
+                           bias = random_floats(O, 23);
+  const Tensor xt = Tensor::from_vector(x, {1, C, H, W}, {}, "CPU");
+  const Tensor wt = Tensor::from_vector(w, {O, C, 1, 1}, {}, "CPU");
+  const Tensor bt = Tensor::from_vector(bias, {O}, {}, "CPU");
+  for (const int64_t s : {1, 2})
+    for (const bool transposed : {false, true}) {
+      SCOPED_TRACE(fmt::format("stride {}, residual {}", s, transposed ? "transposed" : "flat"));
+      const int64_t HO = (H - 1) / s + 1, WO = (W - 1) / s + 1;
+      const std::vector<float> r = random_floats(O * HO * WO, 24 + s);
+      Tensor rt = Tensor::from_vector(r, {1, O, HO, WO}, {}, "CPU");
+      if (transposed) rt = rt.transpose(2, 3);
+      const Tensor c = (xt.conv2d(wt, bt, s) + rt).relu();
+      std::vector<double> want(static_cast<size_t>(O * HO * WO));
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t y = 0; y < HO; ++y)
+          for (int64_t xx = 0; xx < WO; ++xx) {
+            double acc = bias[static_cast<size_t>(o)];
+            for (int64_t ch = 0; ch < C; ++ch)
+              acc += static_cast<double>(w[static_cast<size_t>(o * C + ch)]) *
+                     x[static_cast<size_t>((ch * H + y * s) * W + xx * s)];
+            const int64_t ry = transposed ? xx : y, rx = transposed ? y : xx;
+            acc += r[static_cast<size_t>((o * HO + ry) * WO + rx)];
+            want[static_cast<size_t>((o * HO + y) * WO + xx)] = std::max(acc, 0.0);
+          }
+      const std::string src = rendered(c, true);
+      EXPECT_NE(src.find("pack_a"), std::string::npos);
+      EXPECT_NE(src.find("const int64_t col = jc + j;"), std::string::npos) << src;
+      expect_near(c, want);
+    }
+}
+
 TEST(Gemm, Batched) {
   constexpr int64_t B = 3, m = 40, k = 520, n = 64;
   const std::vector<float> a = random_floats(B * m * k, 6), b = random_floats(B * k * n, 7);
