@@ -320,7 +320,12 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       if (progress) progress(res.tried, best.seconds);
     }
   };
-  try_lists({{{}, 0, kRoot}}, beam);
+  // The roots: the heuristics' list, the empty list and every list on the way from one to the
+  // other (the heuristics' prefixes: a tile without the workgroup the heuristics then add).
+  std::vector<Candidate> roots{{{}, 0, kRoot}};
+  for (size_t n = 1; n < res.heuristic.size(); ++n)
+    roots.push_back({{res.heuristic.begin(), res.heuristic.begin() + n}, 0, kRoot});
+  try_lists(roots, beam);
   const std::vector<Opt> actions = beam_actions(ast);
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,

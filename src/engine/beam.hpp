@@ -1,8 +1,9 @@
 // engine: BEAM search — a kernel's Opt list chosen by compiling and timing candidates on the
 // device itself, on scratch buffers of the kernel's sizes (never the user's).
 //
-// The search starts from the heuristics' list and the empty list. Each round extends every kept
-// candidate by one action (beam_actions: every Opt op on every axis at the usual amounts; the
+// The search starts from the heuristics' list, the empty list and the heuristics' list's prefixes
+// (the lists on the way from one to the other). Each round extends every kept candidate by one
+// action (beam_actions: every Opt op on every axis at the usual amounts; the
 // target's limits are apply_opts's checks, so an illegal one fails to render and is dropped) and
 // keeps the `width` fastest of the extensions that are faster than the list they extend; it
 // stops when no extension is. A candidate's time is the minimum of a run alone and a few runs
