@@ -36,6 +36,14 @@ constexpr int64_t kMaxStripsInPlace = 8;
 // Floats rounded up to whole 64-byte parts of the scratch.
 int64_t part(int64_t floats) { return (floats + 15) / 16 * 16; }
 
+// The threads split `split` (of M rows, N columns or the first batch range): the work items.
+void split_threads(GemmPlan& p, GemmSplit split, int64_t M, int64_t N) {
+  p.split = split;
+  p.step = split == GemmSplit::columns ? p.nr : split == GemmSplit::rows ? p.mr : 1;
+  p.share = split == GemmSplit::columns ? N : split == GemmSplit::rows ? M : range_size(p.batch[0]);
+  p.parallel = (p.share + p.step - 1) / p.step;
+}
+
 struct Blocking {
   int64_t vector, mr, nr, mc, kc, panel_floats, max_nc;
 };
@@ -233,10 +241,9 @@ std::optional<GemmPlan> winograd(GemmPlan p, int64_t M) {
   g.panels = (M + p.mr - 1) / p.mr;
   p.a_rows = {};
   p.kc = g.channels;
-  p.split = !p.batch.empty() && range_size(p.batch[0]) >= 2 ? GemmSplit::batch : GemmSplit::rows;
-  p.step = p.split == GemmSplit::rows ? p.mr : 1;
-  p.share = p.split == GemmSplit::rows ? M : range_size(p.batch[0]);
-  p.parallel = (p.share + p.step - 1) / p.step;
+  split_threads(
+      p, !p.batch.empty() && range_size(p.batch[0]) >= 2 ? GemmSplit::batch : GemmSplit::rows, M,
+      0);
   p.window->floats = part(w.plane);
   g.v_offset = p.window->floats;
   // V's and the C tile's 16 planes lie 64 floats apart beyond their size (render_c).
@@ -362,13 +369,11 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   p.nc = std::min({n_pad, b.max_nc, std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
   // A long batch is split: nothing is packed twice. Otherwise each thread packs all of the
   // operand along the axis it does not split: the smaller one.
-  p.split = !p.batch.empty() && range_size(p.batch[0]) >= kGemmMinSplitBatch ? GemmSplit::batch
-            : M <= N                                                         ? GemmSplit::columns
-                                                                             : GemmSplit::rows;
-  const bool by_rows = p.split == GemmSplit::rows, by_columns = p.split == GemmSplit::columns;
-  p.step = by_columns ? p.nr : by_rows ? p.mr : 1;
-  p.share = by_columns ? N : by_rows ? M : range_size(p.batch[0]);
-  p.parallel = (p.share + p.step - 1) / p.step;
+  split_threads(p,
+                !p.batch.empty() && range_size(p.batch[0]) >= kGemmMinSplitBatch ? GemmSplit::batch
+                : M <= N ? GemmSplit::columns
+                         : GemmSplit::rows,
+                M, N);
   if (a_read == GemmA::winograd) return winograd(std::move(p), M);
   if (a_read == GemmA::in_place ||
       (a_read == GemmA::planned && (std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace))

@@ -21,6 +21,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
@@ -151,11 +152,11 @@ UOp gpu_dims(const UOp& kernel, const Target& target) {
 void plan_texels(const UOp& kernel, const Target& target, Program& p) {
   if (!target.texel_loads) return;
   std::map<int64_t, ScalarType> slots;
-  std::map<int64_t, bool> scalars, vectors;  // the slots read as scalars, as vec4s
+  std::set<int64_t> scalars, vectors;  // the slots read as scalars, as vec4s
   for (const UOp& u : toposort(kernel))
     if (u.op() == Ops::DEFINE_GLOBAL) {
       const int64_t slot = u.arg_as<int64_t>();
-      (u.dtype().base().count() > 1 ? vectors : scalars)[slot] = true;
+      (u.dtype().base().count() > 1 ? vectors : scalars).insert(slot);
       slots.emplace(slot, u.dtype().base().scalar_type());
     }
   if (slots.empty()) return;

@@ -44,10 +44,12 @@ bool has_reuse(const RangeInfo& info, const UOp& g) {
 
 bool reuses_product(const UOp& ast, const UOp& g) {
   auto loads_without_g = [&](const UOp& f) {
-    if (mentions(f, g)) return false;
-    const std::vector<UOp> nodes = toposort(f);
-    return std::any_of(nodes.begin(), nodes.end(),
-                       [](const UOp& u) { return u.op() == Ops::LOAD; });
+    bool load = false;
+    for (const UOp& u : toposort(f)) {
+      if (u == g) return false;
+      load |= u.op() == Ops::LOAD;
+    }
+    return load;
   };
   for (const UOp& r : toposort(ast)) {
     if (r.op() != Ops::REDUCE) continue;

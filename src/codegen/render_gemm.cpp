@@ -288,6 +288,7 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
   line(depth, fmt::format("{} = acc[i][j];", c_vec));
   close_to(ic_depth);
   // The epilogue of the block.
+  const bool flat = !win && p.n.size() > 1;
   open("i", "0", "mc");
   if (win) {
     // The window's columns y * cols + x, a row at a time: x up to the output's width (the
@@ -302,20 +303,22 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     out += kVectorize;
     open(x, "x0", "x1");
     line(depth, fmt::format("const int64_t j = {} * {} + {} - jc;", y, win->cols, x));
-  } else {
+  } else if (flat) {
     // (clang honours restrict on parameters only: without the pragma it reloads the per-row
     // operands after each store and finds vectorizing not worth it; each column touches only
     // its own elements)
-    if (p.n.size() > 1) out += kVectorizeDisjoint;
+    out += kVectorizeDisjoint;
+    open("j", "0", "nc");
+    line(depth, bind(p.m, "ic + i") + " const int64_t col = jc + j;");
+  } else {
     open("j", "0", "nc");
     line(depth, bind(p.m, "ic + i") + " " + bind(p.n, "jc + j"));
-    if (p.n.size() > 1) line(depth, "const int64_t col = jc + j;");
   }
   line(depth, fmt::format("const float red = tile_c[i * {} + j];", p.nc));
   Names names{{p.reduce.get(), "red"}};
-  UOp st = ast_.src(0);
-  if (!win && p.n.size() > 1) st = flat_columns(st, p);
-  print(values_of({st}, toposort(st)), depth, out, names);
+  const UOp st = flat ? flat_columns(ast_.src(0), p) : ast_.src(0);
+  const std::vector<UOp> flat_order = flat ? toposort(st) : std::vector<UOp>{};
+  print(values_of({st}, flat ? flat_order : topo_), depth, out, names);
   out += store(st, names, depth);
   close_to(1);
 }

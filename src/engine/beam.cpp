@@ -197,11 +197,11 @@ class Search {
   // down, and a lone dispatch then times several times slower than in a forward); nothing when
   // the first run exceeds twice `limit` or the minimum exceeds it (0: no limit).
   std::optional<double> time(const CompiledKernel& k, double limit) {
-    const std::vector<KernelLaunch> launches(kRuns + 1, KernelLaunch{&k, bufs_});
+    const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
     rt_.run({launches.data(), 1}, &seconds);
     if (limit > 0 && !seconds.empty() && seconds[0] > 2 * limit) return std::nullopt;
-    rt_.run({launches.data() + 1, kRuns}, &seconds);
+    rt_.run(launches, &seconds);
     const double best = seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
     if (limit > 0 && best > limit) return std::nullopt;
     return best;
