@@ -58,6 +58,11 @@ struct Sample {
 };
 
 Sample time_host(const std::function<void()>& fn);
+// Times building a result (Sample::build_ms) and realizing it. The result goes to `keep`, which
+// frees the previous one after the clock stopped.
+Sample time_realize(const std::function<Tensor()>& build, Tensor& keep);
+// What runtime_stats() counted between two readings.
+RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b);
 
 constexpr int kMinRuns = 3;
 constexpr int kMaxRuns = 1000;
@@ -74,6 +79,8 @@ double median(std::vector<double> v);
 double median_of(const std::vector<Sample>& runs, const std::function<double(const Sample&)>& f);
 double median_ms(const std::vector<Sample>& runs);
 double median_run_ms(const std::vector<Sample>& runs);
+// "phases (median ms): build .. | schedule .. | codegen .. | compile .. | run .. | other ..".
+std::string phase_line(const std::vector<Sample>& runs);
 
 // ---- rows and the suite ---------------------------------------------------------------------
 

@@ -62,35 +62,6 @@ Tensor upload(const std::vector<float>& data, Shape shape, const std::string& de
 
 // ---- timing ---------------------------------------------------------------------------------
 
-RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b) {
-  RuntimeStats d;
-  d.realizes = a.realizes - b.realizes;
-  d.schedules_built = a.schedules_built - b.schedules_built;
-  d.schedule_cache_hits = a.schedule_cache_hits - b.schedule_cache_hits;
-  d.kernels_rendered = a.kernels_rendered - b.kernels_rendered;
-  d.programs_compiled = a.programs_compiled - b.programs_compiled;
-  d.kernels_run = a.kernels_run - b.kernels_run;
-  d.buffers_allocated = a.buffers_allocated - b.buffers_allocated;
-  d.schedule_ms = a.schedule_ms - b.schedule_ms;
-  d.codegen_ms = a.codegen_ms - b.codegen_ms;
-  d.compile_ms = a.compile_ms - b.compile_ms;
-  d.run_ms = a.run_ms - b.run_ms;
-  return d;
-}
-
-// Times building a result and realizing it. The result goes to `keep`, which frees the previous
-// one after the clock stopped.
-Sample time_realize(const std::function<Tensor()>& build, Tensor& keep) {
-  RuntimeStats before = runtime_stats();
-  Clock::time_point t0 = Clock::now();
-  Tensor result = build();
-  double build_ms = ms_since(t0);
-  result.realize();
-  Sample s{ms_since(t0), build_ms, runtime_stats() - before};
-  keep = std::move(result);
-  return s;
-}
-
 // OpenBLAS's worker threads spin for a while after a call; let them go to sleep before vkgrad's
 // threads run again.
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(250)); }
@@ -592,23 +563,6 @@ void check_chain(Row& row, const std::vector<ChainOp>& ops, const ChainInputs& i
   row.details.push_back(
       fmt::format("checked {} elements (every 61st) against the same ops on the host", checked));
   if (bad > 0) row.fail(fmt::format("{} of {} sampled elements wrong", bad, checked));
-}
-
-std::string phase_line(const std::vector<Sample>& runs) {
-  auto med = [&](const std::function<double(const Sample&)>& f) { return median_of(runs, f); };
-  double build = med([](const Sample& s) { return s.build_ms; });
-  double sched = med([](const Sample& s) { return s.stats.schedule_ms; });
-  double codegen = med([](const Sample& s) { return s.stats.codegen_ms; });
-  double compile = med([](const Sample& s) { return s.stats.compile_ms; });
-  double run = med([](const Sample& s) { return s.stats.run_ms; });
-  double other = med([](const Sample& s) {
-    return s.ms - s.build_ms - s.stats.schedule_ms - s.stats.codegen_ms - s.stats.compile_ms -
-           s.stats.run_ms;
-  });
-  return fmt::format(
-      "phases (median ms): build {:.3g} | schedule {:.3g} | codegen {:.3g} | "
-      "compile {:.3g} | run {:.3g} | other {:.3g}",
-      build, sched, codegen, compile, run, other);
 }
 
 // A fresh, empty VKGRAD_CACHE_DIR for as long as it lives; the CPU compiler reads the variable
