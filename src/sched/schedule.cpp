@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vkgrad/error.hpp>
 
+#include "ir/node_index.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "sched/indexing.hpp"
 #include "sched/split_reduce.hpp"
@@ -25,24 +26,40 @@ int64_t placeholder_index(const UOp& b) { return -lazy::buffer_id(b) - 1; }
 NormalizedGraph normalize_graph(std::span<const UOp> roots) {
   NormalizedGraph out;
   const UOp sink = UOp::sink(std::vector<UOp>(roots.begin(), roots.end()));
-  std::unordered_map<UOp, UOp, UOpHash> with;
+  // One pass over the graph in order, sources first: a BUFFER becomes the next placeholder, a
+  // BIND its variable, and every other node is rebuilt where a source changed. This runs on
+  // every realize, so no maps keyed by UOp: the nodes are numbered and looked up by number.
+  const std::vector<UOp> topo = toposort(sink);
+  NodeIndex number;
+  for (const UOp& u : topo) number.insert(u.get());
+  std::vector<UOp> now(topo.size());
+  auto now_of = [&](const UOp& s) -> const UOp& { return now[number.find(s.get())]; };
   bool binds = false;
-  for (const UOp& u : toposort(sink)) {
-    if (with.count(u)) continue;
+  for (size_t i = 0; i < topo.size(); ++i) {
+    const UOp& u = topo[i];
     if (u.op() == Ops::BIND) {
-      with.emplace(u, u.src(0));
+      now[i] = u.src(0);
       binds = true;
-      continue;
+    } else if (u.op() == Ops::BUFFER) {
+      const int64_t k = static_cast<int64_t>(out.inputs.size());
+      out.inputs.push_back(u);
+      now[i] = UOp::make(Ops::BUFFER, u.dtype(),
+                         {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)}, u.arg());
+    } else {
+      bool changed = false;
+      for (const UOp& s : u.src()) changed = changed || now_of(s) != s;
+      if (!changed) {
+        now[i] = u;
+        continue;
+      }
+      std::vector<UOp> src;
+      src.reserve(u.src().size());
+      for (const UOp& s : u.src()) src.push_back(now_of(s));
+      now[i] = u.replace(std::move(src));
     }
-    if (u.op() != Ops::BUFFER) continue;
-    const int64_t k = static_cast<int64_t>(out.inputs.size());
-    out.inputs.push_back(u);
-    with.emplace(
-        u, UOp::make(Ops::BUFFER, u.dtype(),
-                     {UOp::make(Ops::UNIQUE, dtypes::void_, {}, -(k + 1)), u.src(1)}, u.arg()));
   }
   if (binds) out.vars = lazy::bound_values(roots);
-  out.key = with.empty() ? sink : substitute(sink, with);
+  out.key = now.back();
   return out;
 }
 
