@@ -325,9 +325,10 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
   // columns at least: a long k (a conv's weight gradient sums over batch x rows x columns, 100K
   // at batch 32 and 56 x 56) takes a strip up to kMaxStripScale times the budget (the plain
   // register tile would run at 12 GFLOPS instead of ~150).
-  // A row per batch element does its work across the batch, and pays from an eighth of the
-  // GEMM's least work (the masked loops it replaces are slow).
-  const int64_t work = M * N * K * (p.m.empty() ? 8 * prod_sizes(p.batch) : 1);
+  // A row per batch element pays from an eighth of the GEMM's least work (the masked loops it
+  // replaces are slow).
+  // A batch of GEMMs (a grouped convolution's groups) counts whole.
+  const int64_t work = M * N * K * prod_sizes(p.batch) * (p.m.empty() ? 8 : 1);
   if ((M < 4 && !p.m.empty()) || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
       M * N > (int64_t{1} << 40) / K || work < kGemmMinWork)
     return std::nullopt;

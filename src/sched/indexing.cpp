@@ -230,6 +230,57 @@ UOp lower_index(const Match& m) {
 
 const PatternMatcher pm_lower({rule(UPat::op(Ops::INDEX), lower_index)});
 
+// For each dimension of a kernel's root, the sizes of its parts: the dimension itself, or, where
+// the root's value is computed (through elementwise ops of its shape) from a reshape of a
+// reduction's result that splits the dimension, the sizes it splits into. A grouped
+// convolution's (groups, channels per group) read back as its output channels gets a range for
+// each, so its group is a range of its own (a batch of the GEMM lowering) and not a division of
+// the channel. One such reshape decides; any other reshape leaves the shape as it is.
+std::vector<Shape> range_parts(const UOp& start, const Shape& shape, lazy::ShapeMap& shapes,
+                               const std::function<bool(const UOp&)>& is_input) {
+  std::vector<Shape> parts;
+  for (int64_t d : shape) parts.push_back({d});
+  for (int64_t d : shape)
+    if (lazy::is_sym(d) || d == 0) return parts;
+  std::vector<UOp> stack{start};
+  std::unordered_map<const UOpNode*, bool> seen;
+  while (!stack.empty()) {
+    const UOp n = stack.back();
+    stack.pop_back();
+    if (!seen.emplace(n.get(), true).second || is_input(n) || shapes(n) != shape) continue;
+    if (n.op() == Ops::RESHAPE) {
+      const UOp& src = n.src(0);
+      if (src.op() != Ops::REDUCE_AXIS || is_input(src)) continue;
+      Shape in;
+      for (int64_t d : shapes(src))
+        if (d != 1) in.push_back(d);
+      for (int64_t d : in)
+        if (lazy::is_sym(d)) return parts;
+      // Each dimension of the root (other than 1) is a run of `in` with its product.
+      std::vector<Shape> split = parts;
+      size_t i = 0;
+      bool any = false;
+      for (size_t o = 0; o < shape.size(); ++o) {
+        if (shape[o] == 1) continue;
+        Shape run;
+        int64_t p = 1;
+        while (p < shape[o] && i < in.size()) {
+          run.push_back(in[i]);
+          p *= in[i++];
+        }
+        if (p != shape[o]) return parts;
+        any = any || run.size() > 1;
+        split[o] = run;
+      }
+      return any && i == in.size() ? split : parts;
+    }
+    if (is_alu(n.op()) || n.op() == Ops::CAST || n.op() == Ops::BITCAST ||
+        n.op() == Ops::CONTIGUOUS)
+      for (const UOp& s : n.src()) stack.push_back(s);
+  }
+  return parts;
+}
+
 }  // namespace
 
 UOp reduce_identity(Ops op, DType d) {
@@ -250,15 +301,23 @@ UOp reduce_identity(Ops op, DType d) {
 LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
                            const std::function<bool(const UOp&)>& is_input) {
   LowerCtx ctx{&shapes, &is_input, {}, {}, 0, root};
-  const Shape& shape = shapes(root);
-  std::vector<UOp> idx(shape.size());
-  int64_t axis = 0;
-  for (size_t i = 0; i < shape.size(); ++i)
-    idx[i] = shape[i] == 1 ? idx_const(0)
-                           : UOp::range(lazy::dim_uop(shape[i]), axis++, AxisType::global);
-  ctx.next_range = axis;
+  const Shape shape = shapes(root);
   // The root itself is computed here, so index its definition, never a load of itself.
   const UOp start = root.op() == Ops::CONTIGUOUS ? root.src(0) : root;
+  std::vector<UOp> idx(shape.size());
+  int64_t axis = 0;
+  const std::vector<Shape> parts = range_parts(start, shape, shapes, is_input);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) {
+      idx[i] = idx_const(0);
+      continue;
+    }
+    std::vector<UOp> digits;
+    for (int64_t d : parts[i])
+      digits.push_back(UOp::range(lazy::dim_uop(d), axis++, AxisType::global));
+    idx[i] = digits.size() == 1 ? digits[0] : flatten(digits, parts[i]);
+  }
+  ctx.next_range = axis;
   const UOp value = graph_rewrite(index_node(start, kTrue, idx), pm_lower, ctx,
                                   {.parents_first = true, .name = "lower_kernel"});
   const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod_max(shape)), 0);

@@ -393,6 +393,45 @@ TEST(Gemm, PointwiseConvolutionEpiloguesRunAlongTheFlatColumns) {
     }
 }
 
+TEST(Gemm, GroupedConvolutionsAreABatchOfGemms) {
+  // relu(conv2d(x, w, bias, groups = 4) * 0.5): each group's output channels are a range of
+  // their own beside the group's (r_4_24_28_28_..., not r_96_28_28_... reading the group as a
+  // division of the channel), so the groups are the GEMM's batch. 1 x 1 (ShuffleNet's grouped
+  // pointwise convolutions) and 3 x 3 (ResNeXt's), against double precision.
+  constexpr int64_t G = 4, CG = 32, OG = 24, H = 28, W = 28;
+  const std::vector<float> x = random_floats(G * CG * H * W, 31), bias = random_floats(G * OG, 32);
+  const Tensor xt = Tensor::from_vector(x, {1, G * CG, H, W}, {}, "CPU");
+  const Tensor bt = Tensor::from_vector(bias, {G * OG}, {}, "CPU");
+  for (const int64_t k : {1, 3}) {
+    SCOPED_TRACE(fmt::format("{} x {}", k, k));
+    const std::vector<float> w = random_floats(G * OG * CG * k * k, 33 + k);
+    const Tensor wt = Tensor::from_vector(w, {G * OG, CG, k, k}, {}, "CPU");
+    const Tensor c = (xt.conv2d(wt, bt, 1, k / 2, 1, G) * 0.5).relu();
+    std::vector<double> want(static_cast<size_t>(G * OG * H * W));
+    for (int64_t o = 0; o < G * OG; ++o)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t xx = 0; xx < W; ++xx) {
+          double acc = bias[static_cast<size_t>(o)];
+          for (int64_t ch = 0; ch < CG; ++ch)
+            for (int64_t ky = 0; ky < k; ++ky)
+              for (int64_t kx = 0; kx < k; ++kx) {
+                const int64_t iy = y + ky - k / 2, ix = xx + kx - k / 2;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc +=
+                    static_cast<double>(w[static_cast<size_t>(((o * CG + ch) * k + ky) * k + kx)]) *
+                    x[static_cast<size_t>(((o / OG * CG + ch) * H + iy) * W + ix)];
+              }
+          want[static_cast<size_t>((o * H + y) * W + xx)] = std::max(acc * 0.5, 0.0);
+        }
+    const std::vector<KernelInfo> kernels = c.schedule();
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(kernels[0].name.rfind(fmt::format("r_{}_{}_{}_{}_", G, OG, H, W), 0), 0u)
+        << kernels[0].name;
+    EXPECT_NE(rendered(c, true).find("pack_a"), std::string::npos);
+    expect_near(c, want);
+  }
+}
+
 TEST(Gemm, Batched) {
   constexpr int64_t B = 3, m = 40, k = 520, n = 64;
   const std::vector<float> a = random_floats(B * m * k, 6), b = random_floats(B * k * n, 7);
