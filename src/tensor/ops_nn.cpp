@@ -275,9 +275,49 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, I
               dilation, groups, op);
 }
 
+namespace {
+
+// conv_transpose2d of stride s > 1 and dilation 1 in its sub-pixel form. Uncropped, output row
+// Y = s * q + r sums x[q - j] * w[r + s * j] over the T = ceil(k / s) taps j of phase r (taps past
+// k are zeros): per phase a stride-1 convolution of x padded by T - 1, with the phase's taps
+// reversed. All s_h * s_w phases are one conv2d with that many times the output channels (per
+// group: (phase row, phase column, channel)); its result, stored, is interleaved (depth to space)
+// and cropped by the padding (zeros past its end where output_padding reaches there). It computes
+// T^2 s^2 taps per s^2 outputs where spreading the input computes k^2 per output: a quarter of
+// the work for k = 4, s = 2. Returns nothing where the crop would not fit (a padding of k or
+// more): the spread form reports those.
+std::optional<Tensor> conv_transpose_phases(const Tensor& x, const Tensor& weight, Int2 stride,
+                                            Int2 padding, Int2 output_padding, int64_t groups) {
+  const int64_t n = x.shape(0), h = x.shape(2), wd = x.shape(3);
+  const int64_t kh = weight.shape(2), kw = weight.shape(3), rin = weight.shape(0) / groups,
+                rout = weight.shape(1);
+  const int64_t sh = stride.h, sw = stride.w, th = ceil_div(kh, sh), tw = ceil_div(kw, sw);
+  const int64_t hout = (h - 1) * sh - 2 * padding.h + kh + output_padding.h,
+                wout = (wd - 1) * sw - 2 * padding.w + kw + output_padding.w;
+  if (padding.h >= kh || padding.w >= kw || hout <= 0 || wout <= 0) return std::nullopt;
+  const Tensor w = weight.reshape({groups, rin, rout, kh, kw})
+                       .pad({{0, 0}, {0, 0}, {0, 0}, {0, th * sh - kh}, {0, tw * sw - kw}})
+                       .reshape({groups, rin, rout, th, sh, tw, sw})
+                       .flip({3, 5})
+                       .permute({0, 4, 6, 2, 1, 3, 5})
+                       .reshape({groups * sh * sw * rout, rin, th, tw});
+  const int64_t hq = h + th - 1, wq = wd + tw - 1;
+  const Tensor z = conv(x, w, std::nullopt, 1, {{th - 1, th - 1}, {tw - 1, tw - 1}}, 1, groups,
+                        "conv_transpose2d")
+                       .contiguous();
+  const Tensor y = z.reshape({n, groups, sh, sw, rout, hq, wq})
+                       .permute({0, 1, 4, 5, 2, 6, 3})
+                       .reshape({n, groups * rout, hq * sh, wq * sw});
+  return pad_last2(
+      y, {{-padding.h, padding.h + hout - hq * sh}, {-padding.w, padding.w + wout - wq * sw}}, 0.0);
+}
+
+}  // namespace
+
 // tinygrad's conv_transpose2d: spread the input by `stride` (s-1 zeros between elements), then a
 // stride-1 conv2d with the kernel flipped, its in/out channels swapped per group, and padding
-// (k-1)*d - p before and (k-1)*d - p + output_padding after.
+// (k-1)*d - p before and (k-1)*d - p + output_padding after. With dilation 1, a stride above 1
+// takes the sub-pixel form instead (conv_transpose_phases).
 Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias,
                                 Int2 stride, Int2 padding, Int2 output_padding, int64_t groups,
                                 Int2 dilation) const {
@@ -314,6 +354,10 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
   const int64_t kh = weight.shape(2), kw = weight.shape(3);
   const int64_t cout = weight.shape(1) * groups;
   check_bias(bias, cout, op, weight);
+  if (dilation.h == 1 && dilation.w == 1 && (stride.h > 1 || stride.w > 1))
+    if (std::optional<Tensor> y =
+            conv_transpose_phases(*this, weight, stride, padding, output_padding, groups))
+      return bias ? y->add(bias->reshape({1, cout, 1, 1})) : *y;
   Tensor w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip({3, 4}).flatten(0, 1);
   Tensor x = *this;
   if (stride.h > 1 || stride.w > 1) {

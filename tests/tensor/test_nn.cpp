@@ -487,6 +487,14 @@ TEST_P(NnTest, ConvTranspose2d) {
       {{1, 2, 6, 3}, {2, 1, 2, 3}, {1, 3}, {3, 1}, 0, 1, {2, 1}},
       // plain: a 1x1 input spreads the kernel
       {{1, 1, 1, 1}, {1, 2, 3, 2}, 1, 0, 0, 1, 1},
+      // the sub-pixel form (stride above 1, dilation 1): a decoder's k 4, s 2, p 1
+      {{1, 3, 5, 6}, {3, 4, 4, 4}, 2, 1, 0, 1, 1},
+      // stride 3 over k 3 (one tap per phase) with output_padding past the uncropped end
+      {{1, 2, 4, 3}, {2, 3, 3, 3}, 3, 0, 2, 1, 1},
+      // strides differing per dimension (phases along the rows only), groups
+      {{2, 4, 3, 4}, {4, 2, 3, 2}, {2, 1}, {1, 0}, {1, 0}, 2, 1},
+      // a padding of k or more: the spread form
+      {{1, 1, 4, 4}, {1, 1, 2, 2}, 2, 2, 0, 1, 1},
   };
   uint64_t seed = 70;
   bool with_bias = true;
