@@ -22,6 +22,9 @@
 namespace vkgrad {
 namespace {
 
+// The largest dilation a window copy serves (a DeepLab's atrous convolutions go to 4 or 8; past
+// that a tap row lies further from the next than the plane's rows are long).
+constexpr int64_t kMaxDilation = 16;
 // Below this many multiply-adds the plain register tile is as fast and compiles quicker.
 constexpr int64_t kGemmMinWork = int64_t{1} << 20;
 // A batch this long is split across threads (a few CPUs, each given several batch elements).
@@ -76,13 +79,14 @@ UOp rows_in_place(const UOp& a, const std::vector<UOp>& k) {
   return rest;
 }
 
-// Whether b reads its input at s * out + tap and nowhere else along out and tap, over out's and
-// tap's ranges. The scheduler's simplify has rewritten b's masks with their ranges' bounds (a
-// pad's 2 * y + ky < 1 became y + ky < 1, true at the same points but no longer a function of
-// 2 * y + ky), so each comparison that mentions out or tap is checked at every point of the two
-// ranges (it must mention no other range, and agree wherever s * out + tap does); the rest of b,
-// with those comparisons held fixed, must come back unchanged when out steps by 1 and tap by -s.
-bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s) {
+// Whether b reads its input at s * out + d * tap (s or d 1) and nowhere else along out and tap,
+// over out's and tap's ranges. The scheduler's simplify has rewritten b's masks with their ranges'
+// bounds (a pad's 2 * y + ky < 1 became y + ky < 1, true at the same points but no longer a
+// function of 2 * y + ky), so each comparison that mentions out or tap is checked at every point of
+// the two ranges (it must mention no other range, and agree wherever s * out + d * tap does); the
+// rest of b, with those comparisons held fixed, must come back unchanged when out steps by d and
+// tap by -s.
+bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s, int64_t d) {
   const int64_t n_out = range_size(out), n_tap = range_size(tap);
   std::unordered_map<UOp, UOp, UOpHash> fixed;
   for (const UOp& u : toposort(b)) {
@@ -93,18 +97,20 @@ bool slides(const UOp& b, const UOp& out, const UOp& tap, int64_t s) {
       continue;
     for (const UOp& r : toposort(u))
       if (r.op() == Ops::RANGE && r != out && r != tap) return false;
-    std::unordered_map<int64_t, ConstValue> at;  // by s * out + tap
+    std::unordered_map<int64_t, ConstValue> at;  // by s * out + d * tap
     for (int64_t o = 0; o < n_out; ++o)
       for (int64_t t = 0; t < n_tap; ++t) {
         InterpEnv env;
         env.ranges = {{out.arg_as<AxisArg>().id, o}, {tap.arg_as<AxisArg>().id, t}};
         const ConstValue v = evaluate(u, env);
-        if (auto [it, fresh] = at.emplace(s * o + t, v); !fresh && it->second != v) return false;
+        if (auto [it, fresh] = at.emplace(s * o + d * t, v); !fresh && it->second != v)
+          return false;
       }
     fixed.emplace(u, UOp::make(Ops::NOOP, u.dtype(), {}, static_cast<int64_t>(fixed.size())));
   }
   const UOp held = substitute(b, fixed);
-  return simplify(substitute(held, {{out, out + 1}, {tap, tap - s}})) == simplify(held);
+  // One stride or one dilation is 1: out + d and tap - s read the same element.
+  return simplify(substitute(held, {{out, out + d}, {tap, tap - s}})) == simplify(held);
 }
 
 // The window copy's interior (GemmWindow::lo, hi, interior, row_mask). The masks are the clauses
@@ -181,32 +187,36 @@ std::optional<GemmWindow> find_window(const GemmPlan& p, int64_t next_id) {
   const int64_t H = range_size(y), W = range_size(x), KH = range_size(ky), KW = range_size(kx);
   if (KH * KW < 4 || H * KH * W * KW > (int64_t{1} << 22)) return std::nullopt;
   const UOp b = simplify(p.b);
-  auto stride = [&](const UOp& out, const UOp& tap, int64_t taps) -> int64_t {
+  // The stride, else (stride 1) the dilation, along an axis: {s, d}, or {0, 0} for neither.
+  auto step = [&](const UOp& out, const UOp& tap, int64_t n, int64_t taps) {
     for (int64_t s = 1; s <= std::min<int64_t>(taps, 4); ++s)
-      if (slides(b, out, tap, s)) return s;
-    return 0;
+      if (slides(b, out, tap, s, 1)) return std::pair<int64_t, int64_t>{s, 1};
+    for (int64_t d = 2; d <= std::min<int64_t>(n, kMaxDilation); ++d)
+      if (slides(b, out, tap, 1, d)) return std::pair<int64_t, int64_t>{1, d};
+    return std::pair<int64_t, int64_t>{0, 0};
   };
   GemmWindow w;
-  w.sy = stride(y, ky, KH), w.sx = stride(x, kx, KW);
+  std::tie(w.sy, w.dy) = step(y, ky, H, KH);
+  std::tie(w.sx, w.dx) = step(x, kx, W, KW);
   if (w.sy == 0 || w.sx == 0) return std::nullopt;
-  // Tap ky = sy * qy + py reads phase py's plane at row y + qy.
+  // Tap ky = sy * qy + py reads phase py's plane at row y + dy * qy.
   const int64_t QH = (KH + w.sy - 1) / w.sy, QW = (KW + w.sx - 1) / w.sx;
-  w.rows = H + QH - 1;
-  w.cols = W + QW - 1;
+  w.rows = H + (QH - 1) * w.dy;
+  w.cols = W + (QW - 1) * w.dx;
   w.y = UOp::range(w.rows, next_id, AxisType::global);
   w.x = UOp::range(w.cols, next_id + 1, AxisType::global);
   const UOp zero = UOp::const_(dtypes::index, int64_t{0});
   w.py = w.sy > 1 ? UOp::range(w.sy, next_id + 2, AxisType::global) : zero;
   w.px = w.sx > 1 ? UOp::range(w.sx, next_id + 3, AxisType::global) : zero;
-  // A plane's element (Y, py) is b at a point of b's own ranges that reads it: y = Y - q and
-  // ky = py + s q with q = max(0, Y - H + 1) (b's masks hold only there). Past the last tap
-  // (ky >= KH: a phase plane's last rows, never read) it is 0.
-  auto point = [&](const UOp& Y, const UOp& phase, int64_t n, int64_t s) {
-    const UOp q = Y.lt(n).where(zero, Y - (n - 1));
-    return std::pair{Y - q, phase + q * s};
+  // A plane's element (Y, py) is b at a point of b's own ranges that reads it: y = Y - d q and
+  // ky = py + s q with q = max(0, ceil((Y - H + 1) / d)) (b's masks hold only there). Past the
+  // last tap (ky >= KH: a phase plane's last rows, never read) it is 0.
+  auto point = [&](const UOp& Y, const UOp& phase, int64_t n, int64_t s, int64_t d) {
+    const UOp q = Y.lt(n).where(zero, (Y - (n - d)) / d);
+    return std::pair{Y - q * d, phase + q * s};
   };
-  const auto [oy, ty] = point(w.y, w.py, H, w.sy);
-  const auto [ox, tx] = point(w.x, w.px, W, w.sx);
+  const auto [oy, ty] = point(w.y, w.py, H, w.sy, w.dy);
+  const auto [ox, tx] = point(w.x, w.px, W, w.sx, w.dx);
   const UOp valid = ty.lt(KH) & tx.lt(KW);
   UOp value = substitute(b, {{y, oy}, {x, ox}, {ky, ty}, {kx, tx}});
   std::unordered_map<UOp, UOp, UOpHash> gated;  // loads past the last tap read nothing
@@ -262,8 +272,8 @@ int64_t winograd_tiles(const GemmPlan& p) {
   if (!p.window || p.m.empty()) return 0;
   const GemmWindow& w = *p.window;
   const int64_t H = range_size(p.n[0]), W = range_size(p.n[1]);
-  if (w.sy != 1 || w.sx != 1 || range_size(w.ky) != 3 || range_size(w.kx) != 3 || H % 2 != 0 ||
-      W % 2 != 0 || w.cols % 2 != 0)
+  if (w.sy != 1 || w.sx != 1 || w.dy != 1 || w.dx != 1 || range_size(w.ky) != 3 ||
+      range_size(w.kx) != 3 || H % 2 != 0 || W % 2 != 0 || w.cols % 2 != 0)
     return 0;
   return H / 2 * (W / 2);
 }

@@ -23,9 +23,10 @@ enum class GemmSplit { rows, columns, batch };  // what the threads split
 
 // B read from a copy of its input instead of packed, for a convolution: b depends on the output
 // rows y and columns x (the two n ranges) and on two k ranges ky and kx only through sy * y + ky
-// and sx * x + kx (the strides). Each thread evaluates `value` (b at tap (py, px) < (sy, sx), y
-// and x extended) once per element of a rows x cols plane for each phase (py, px) and each value
-// of the other k ranges; tap ky = sy * qy + py then reads phase py's plane at row y + qy. The
+// and sx * x + kx (the strides), or y + dy * ky and x + dx * kx (the dilations, at stride 1).
+// Each thread evaluates `value` (b at tap (py, px) < (sy, sx), y and x extended) once per
+// element of a rows x cols plane for each phase (py, px) and each value of the other k ranges;
+// tap ky = sy * qy + py then reads phase py's plane at row y + dy * qy. The
 // columns run over y * cols + x with x in [0, cols): B[k][n] is copy[offset(k) + n], contiguous
 // along n, so the micro kernel loads it where it lies. The copy holds each input element once
 // where packing held it up to ky * kx times; cols - W of every row's columns are computed and
@@ -34,9 +35,10 @@ struct GemmWindow {
   UOp value;
   std::vector<UOp> rest;  // the other k ranges (a convolution's input channels)
   UOp ky, kx;
-  int64_t sy = 1, sx = 1;
-  UOp y, x;    // value's ranges over a plane's rows and columns
-  UOp py, px;  // value's phase ranges (the constant 0 where the stride is 1)
+  int64_t sy = 1, sx = 1;  // strides
+  int64_t dy = 1, dx = 1;  // dilations (where the stride is 1)
+  UOp y, x;                // value's ranges over a plane's rows and columns
+  UOp py, px;              // value's phase ranges (the constant 0 where the stride is 1)
   int64_t rows = 0, cols = 0;
   int64_t plane = 0;   // rest x sy x sx x rows x cols floats, then zeros for the last strip's reach
   int64_t floats = 0;  // the copy with its zeros, rounded to 16

@@ -48,9 +48,9 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     // The tap's phase plane, then its row and column in it.
     const std::string ky = name_of(win->ky), kx = name_of(win->kx);
     line(2, fmt::format("offs[kk] = (int32_t)(((({}) * {} + {} % {}) * {} + {} % {}) * {} + {} / "
-                        "{} * {} + {} / {});",
+                        "{} * {} + {} / {} * {});",
                         rest, win->sy, ky, win->sy, win->sx, kx, win->sx, win->rows * win->cols, ky,
-                        win->sy, win->cols, kx, win->sx));
+                        win->sy, win->dy * win->cols, kx, win->sx, win->dx));
     line(1, "}");
   }
   for (const UOp& b : p.batch) {

@@ -393,6 +393,49 @@ TEST(Gemm, PointwiseConvolutionEpiloguesRunAlongTheFlatColumns) {
     }
 }
 
+TEST(Gemm, DilatedConvolutionsReadTheWindowCopy) {
+  // An atrous convolution (dilation 2 with padding 2, and 3 by 1 with padding (3, 0) and a
+  // 3 x 2 kernel) reads the window copy at the dilated taps' offsets, like a stride-1 one, and
+  // is never Winograd's.
+  constexpr int64_t C = 24, O = 40, H = 20, W = 18;
+  const std::vector<float> x = random_floats(C * H * W, 41);
+  const Tensor xt = Tensor::from_vector(x, {1, C, H, W}, {}, "CPU");
+  struct Case {
+    int64_t kh, kw;
+    Int2 dilation, padding;
+  };
+  for (const Case& k : {Case{3, 3, 2, 2}, Case{3, 2, {3, 1}, {3, 0}}}) {
+    SCOPED_TRACE(fmt::format("{} x {}, dilation ({}, {})", k.kh, k.kw, k.dilation.h, k.dilation.w));
+    const std::vector<float> w = random_floats(O * C * k.kh * k.kw, 42 + k.kw);
+    const Tensor c = xt.conv2d(Tensor::from_vector(w, {O, C, k.kh, k.kw}, {}, "CPU"), {}, 1,
+                               k.padding, k.dilation)
+                         .relu();
+    const int64_t HO = H + 2 * k.padding.h - k.dilation.h * (k.kh - 1),
+                  WO = W + 2 * k.padding.w - k.dilation.w * (k.kw - 1);
+    std::vector<double> want(static_cast<size_t>(O * HO * WO));
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < HO; ++y)
+        for (int64_t xx = 0; xx < WO; ++xx) {
+          double acc = 0;
+          for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t ky = 0; ky < k.kh; ++ky)
+              for (int64_t kx = 0; kx < k.kw; ++kx) {
+                const int64_t iy = y + ky * k.dilation.h - k.padding.h,
+                              ix = xx + kx * k.dilation.w - k.padding.w;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc += static_cast<double>(
+                           w[static_cast<size_t>(((o * C + ch) * k.kh + ky) * k.kw + kx)]) *
+                       x[static_cast<size_t>((ch * H + iy) * W + ix)];
+              }
+          want[static_cast<size_t>((o * HO + y) * WO + xx)] = std::max(acc, 0.0);
+        }
+    const std::string src = rendered(c, true);
+    EXPECT_NE(src.find("offs[kk] ="), std::string::npos) << src;
+    EXPECT_EQ(src.find("Winograd"), std::string::npos);
+    expect_near(c, want);
+  }
+}
+
 TEST(Gemm, GroupedConvolutionsAreABatchOfGemms) {
   // relu(conv2d(x, w, bias, groups = 4) * 0.5): each group's output channels are a range of
   // their own beside the group's (r_4_24_28_28_..., not r_96_28_28_... reading the group as a
