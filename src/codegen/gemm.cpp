@@ -25,6 +25,9 @@ namespace {
 // The largest dilation a window copy serves (a DeepLab's atrous convolutions go to 4 or 8; past
 // that a tap row lies further from the next than the plane's rows are long).
 constexpr int64_t kMaxDilation = 16;
+// Fewer output columns (rows) than this take the batch ranges their operand owns into the
+// columns (rows).
+constexpr int64_t kMinColumns = 64, kMinRows = 32;
 // Below this many multiply-adds the plain register tile is as fast and compiles quicker.
 constexpr int64_t kGemmMinWork = int64_t{1} << 20;
 // A batch this long is split across threads (a few CPUs, each given several batch elements).
@@ -327,6 +330,27 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
      : m_last >= 0 && i >= m_first && i <= m_last ? p.m
                                                   : p.batch)
         .push_back(info.globals[i]);
+  // Columns too few for a strip of the micro kernel (a convolution's 2 x 2 pixels at the end of
+  // a network on small images), or rows too few for a register tile (its input gradient's
+  // windows over those pixels), take the batch ranges the same operand owns alone: batch x
+  // pixels columns or rows, where a batch of GEMMs 4 columns or rows wide ran at 7-10 GFLOPS.
+  auto widen = [&](std::vector<UOp>& run, int owner_of_run, int64_t least) {
+    if (prod_sizes(run) >= least) return;
+    std::vector<UOp> wide, batch;
+    for (int i = 0; i < g; ++i) {
+      const UOp& r = info.globals[i];
+      const bool in_run = std::find(run.begin(), run.end(), r) != run.end();
+      const bool in_batch = std::find(p.batch.begin(), p.batch.end(), r) != p.batch.end();
+      if (in_run || (in_batch && owner[i] == owner_of_run))
+        wide.push_back(r);
+      else if (in_batch)
+        batch.push_back(r);
+    }
+    run = std::move(wide);
+    p.batch = std::move(batch);
+  };
+  widen(p.n, owner[n_last], kMinColumns);
+  if (!p.m.empty()) widen(p.m, 3 - owner[n_last], kMinRows);
   if (owner[n_last] == 1) std::swap(p.a, p.b);
   const int64_t M = prod_sizes(p.m), K = prod_sizes(p.k);
   int64_t N = prod_sizes(p.n);

@@ -436,6 +436,44 @@ TEST(Gemm, DilatedConvolutionsReadTheWindowCopy) {
   }
 }
 
+TEST(Gemm, SmallImagesTakeTheBatchIntoTheGemm) {
+  // A 3 x 3 convolution over 16 images of 2 x 2 (padding 1) and its input gradient: the
+  // forward's columns (4 pixels) take the images (64 columns), and the gradient's per-window
+  // product (rows: 4 pixels of each image, columns: channels x taps) takes them into its rows.
+  constexpr int64_t B = 16, C = 48, O = 40, H = 2, W = 2;
+  const std::vector<float> x = random_floats(B * C * H * W, 51), w = random_floats(O * C * 9, 52),
+                           r = random_floats(B * O * H * W, 53);
+  Tensor xt = Tensor::from_vector(x, {B, C, H, W}, {}, "CPU");
+  xt.requires_grad_();
+  const Tensor wt = Tensor::from_vector(w, {O, C, 3, 3}, {}, "CPU");
+  const Tensor rt = Tensor::from_vector(r, {B, O, H, W}, {}, "CPU");
+  const Tensor y = xt.conv2d(wt, {}, 1, 1);
+  std::vector<double> want_y(static_cast<size_t>(B * O * H * W), 0.0),
+      want_gx(static_cast<size_t>(B * C * H * W), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oy = 0; oy < H; ++oy)
+        for (int64_t ox = 0; ox < W; ++ox) {
+          const size_t out = static_cast<size_t>(((b * O + o) * H + oy) * W + ox);
+          for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                const size_t in = static_cast<size_t>(((b * C + ch) * H + iy) * W + ix);
+                const double wv = w[static_cast<size_t>(((o * C + ch) * 3 + ky) * 3 + kx)];
+                want_y[out] += wv * x[in];
+                want_gx[in] += wv * r[out];
+              }
+        }
+  EXPECT_NE(rendered(y, true).find("pack_a"), std::string::npos);
+  expect_near(y, want_y);
+  (y * rt).sum().backward();
+  const Tensor gx = *xt.grad();
+  EXPECT_NE(rendered(gx, true).find("pack_a"), std::string::npos);
+  expect_near(gx, want_gx);
+}
+
 TEST(Gemm, GroupedConvolutionsAreABatchOfGemms) {
   // relu(conv2d(x, w, bias, groups = 4) * 0.5): each group's output channels are a range of
   // their own beside the group's (r_4_24_28_28_..., not r_96_28_28_... reading the group as a
