@@ -154,6 +154,7 @@ Row mlp_step_case(Suite& s, bool jit);
 // models.cpp: a network's forward at batch 1 (resnet18, resnet50, mobilenetv2, bert_encoder),
 // plain or under vkgrad::Jit.
 Row model_case(Suite& s, const std::string& name, bool jit);
+Row resnet18_train_case(Suite& s, bool jit);
 // models.cpp: ONNX's light ResNet-50 through vkgrad::onnx, against the C++-built ResNet-50.
 Row onnx_resnet50_case(Suite& s);
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vkgrad/beam.hpp>
 #include <vkgrad/jit.hpp>
+#include <vkgrad/nn.hpp>
 #include <vkgrad/onnx.hpp>
 
 #include "bench/harness.hpp"
@@ -127,6 +128,69 @@ Row model_case(Suite& s, const std::string& name, bool jit) {
   }
   if (got.size() != plain.size() || worst > 1e-4 * std::max(1.0, scale))
     row.fail(fmt::format("the output differs from the first plain forward's by {:.3g}", worst));
+  return row;
+}
+
+// One training step of ResNet-18 (torchvision's architecture, 100 classes) on a batch of 16
+// 64 x 64 images: BatchNorm on the batch's statistics (Tensor::training, the running ones
+// updated), cross entropy against fixed labels, backward(), SGD with momentum 0.9 — plainly
+// and under vkgrad::Jit. The loss must fall over the timed steps (the same batch each step).
+Row resnet18_train_case(Suite& s, bool jit) {
+  Row row = s.row(jit ? "resnet18_train_jit" : "resnet18_train", "ms");
+  constexpr int64_t kBatch = 16, kSide = 64, kClasses = 100;
+  Tensor::manual_seed(13);
+  models::ResNet model = models::resnet18(kClasses);
+  {
+    Beam setup({.width = 0});
+    model.to(s.device);
+  }
+  std::vector<Tensor> params;
+  for (const Tensor& t : model.state())
+    if (t.requires_grad()) params.push_back(t);
+  nn::optim::SGD opt(params, 0.01, 0.9);
+  Rng rng(17);
+  std::vector<int32_t> labels(static_cast<size_t>(kBatch));
+  for (int32_t& v : labels) v = static_cast<int32_t>(rng.next() % kClasses);
+  const Tensor x = Tensor::from_vector(random_floats(kBatch * 3 * kSide * kSide, 19, -1, 1),
+                                       {kBatch, 3, kSide, kSide}, std::nullopt, s.device)
+                       .realize();
+  const Tensor y = Tensor::from_vector<int32_t>(labels, {kBatch}, std::nullopt, s.device).realize();
+  const bool was_training = Tensor::training;
+  Tensor::training = true;
+  auto step = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    Tensor loss = model.forward(in[0]).cross_entropy(in[1]);
+    opt.zero_grad();
+    loss.backward();
+    std::vector<Tensor> out{loss};
+    opt.step(out);
+    return out;
+  };
+  Jit jitted(step);
+  auto once = [&] { return jit ? jitted({x, y})[0] : step({x, y})[0]; };
+  const float first = once().item<float>();
+  once();  // the Jit's capture
+  const RuntimeStats before = runtime_stats();
+  Tensor loss;
+  std::vector<Sample> runs = measure([&] {
+    const RuntimeStats s0 = runtime_stats();
+    Sample sample = time_host([&] { loss = once(); });
+    sample.stats = runtime_stats() - s0;
+    return sample;
+  });
+  const RuntimeStats after = runtime_stats();
+  Tensor::training = was_training;
+  set_ours(row, runs, 0);
+  const double steps = static_cast<double>(runs.size() + 1);  // measure() adds a warm-up
+  row.details.push_back(
+      fmt::format("{:.0f} kernels per step; schedules built during the timed steps: {}, programs "
+                  "compiled: {}",
+                  static_cast<double>(after.kernels_run - before.kernels_run) / steps,
+                  after.schedules_built - before.schedules_built,
+                  after.programs_compiled - before.programs_compiled));
+  const float last = loss.item<float>();
+  row.details.push_back(fmt::format("loss {:.4f} at the first step, {:.4f} after {:.0f} more",
+                                    first, last, steps + 1));
+  if (!(std::isfinite(last) && last < first)) row.fail("the loss did not fall");
   return row;
 }
 

@@ -709,6 +709,8 @@ const std::vector<Case>& cases() {
       {"mobilenetv2_jit", "ms", [](Suite& s) { return model_case(s, "mobilenetv2", true); }},
       {"bert_encoder", "ms", [](Suite& s) { return model_case(s, "bert_encoder", false); }},
       {"bert_encoder_jit", "ms", [](Suite& s) { return model_case(s, "bert_encoder", true); }},
+      {"resnet18_train", "ms", [](Suite& s) { return resnet18_train_case(s, false); }},
+      {"resnet18_train_jit", "ms", [](Suite& s) { return resnet18_train_case(s, true); }},
       {"onnx_resnet50", "ms", onnx_resnet50_case},
   };
   return all;

@@ -42,6 +42,8 @@ PEER_OF = {
     "mobilenetv2_jit": "mobilenetv2",
     "bert_encoder": "bert_encoder",
     "bert_encoder_jit": "bert_encoder",
+    "resnet18_train": "resnet18_train",
+    "resnet18_train_jit": "resnet18_train",
 }
 RATES = {"GFLOPS", "GB/s"}
 

@@ -36,6 +36,7 @@ CASES = {
     "softmax_4096": ("ms", 0),
     "conv2d_b32_c64_56_k3": ("ms", 0),
     "mlp_step": ("ms", 0),
+    "resnet18_train": ("ms", 0),
     "resnet18": ("ms", 0),
     "resnet50": ("ms", 0),
     "mobilenetv2": ("ms", 0),
@@ -150,6 +151,37 @@ def mlp_step(torch):
     return {"Adam": step_fn(False), "Adam(foreach)": step_fn(True)}
 
 
+def resnet18_train(torch):
+    """bench/models.cpp's resnet18_train: torchvision's resnet18(num_classes=100) in train mode,
+    16 fixed images of 3 x 64 x 64 and labels, cross entropy, SGD(lr 0.01, momentum 0.9);
+    forward, zero_grad, backward, step."""
+    import torchvision
+
+    nn = torch.nn
+    x = uniform(torch, (16, 3, 64, 64), 19, -1, 1)
+    y = torch.randint(0, 100, (16,), generator=torch.Generator().manual_seed(17))
+
+    def step_fn(channels_last):
+        torch.manual_seed(13)
+        model = torchvision.models.resnet18(num_classes=100).train()
+        xs = x
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+            xs = x.contiguous(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            loss = nn.functional.cross_entropy(model(xs), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        return step
+
+    return {"NCHW": step_fn(False), "channels-last": step_fn(True)}
+
+
 def vision_model(torch, name):
     import torchvision
 
@@ -225,6 +257,7 @@ def configs(torch, name):
         "softmax_4096": softmax,
         "conv2d_b32_c64_56_k3": conv2d,
         "mlp_step": mlp_step,
+        "resnet18_train": resnet18_train,
         "bert_encoder": bert_encoder,
     }.get(name, lambda t: vision_model(t, name))(torch)
 
@@ -261,7 +294,8 @@ def run_case(torch, entry, suffix=""):
             fns = configs(torch, name)
         for config, fn in fns.items():
             t0 = time.perf_counter()
-            grad = torch.enable_grad() if name == "mlp_step" else torch.no_grad()
+            training = name in ("mlp_step", "resnet18_train")
+            grad = torch.enable_grad() if training else torch.no_grad()
             with grad:
                 runs = measure(timed(fn))
             ms = statistics.median(runs)
