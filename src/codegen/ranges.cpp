@@ -37,6 +37,30 @@ bool mentions(const UOp& expr, const UOp& range) {
   return false;
 }
 
+bool costly_index_math(const UOp& ast, const RangeInfo& info, std::vector<UOp>* shared) {
+  auto on_ranges = [](const UOp& u) {
+    return std::any_of(u.src().begin(), u.src().end(),
+                       [](const UOp& s) { return s.op() != Ops::CONST; });
+  };
+  bool divides = false;
+  std::vector<UOp> index_math;  // divisions, remainders and comparisons of index values
+  for (const UOp& u : toposort(ast)) {
+    const bool div = u.op() == Ops::IDIV || u.op() == Ops::MOD;
+    if ((div || (is_comparison(u.op()) && u.src(0).dtype() == dtypes::index)) && on_ranges(u)) {
+      index_math.push_back(u);
+      divides = divides || div;
+    }
+  }
+  if (shared) {
+    shared->clear();
+    for (const UOp& g : info.globals)
+      if (std::none_of(index_math.begin(), index_math.end(),
+                       [&](const UOp& c) { return mentions(c, g); }))
+        shared->push_back(g);
+  }
+  return divides;
+}
+
 bool has_reuse(const RangeInfo& info, const UOp& g) {
   return std::any_of(info.load_indices.begin(), info.load_indices.end(),
                      [&](const UOp& idx) { return !mentions(idx, g); });

@@ -20,6 +20,11 @@ struct RangeInfo {
 RangeInfo collect_ranges(const UOp& ast);
 
 bool mentions(const UOp& expr, const UOp& range);
+// The kernel's index math divides (a window fold's `(y + 34 r) % 35 < 32`): some IDIV or MOD
+// mentions a range. `shared`, when given, is set to the global ranges that no division,
+// remainder or comparison of index values mentions (they only offset the indices: a fold's
+// batch and channels), outermost first.
+bool costly_index_math(const UOp& ast, const RangeInfo& info, std::vector<UOp>* shared = nullptr);
 // Some load reads the same element for every value of `g`: upcasting g reuses it.
 bool has_reuse(const RangeInfo& info, const UOp& g);
 // A product summed by a reduction has a loaded factor that ignores `g` and another that mentions

@@ -123,6 +123,24 @@ TEST(Opt, GpuGroupsReductionsOfFewOutputs) {
   EXPECT_NE(heuristic_opts(ffn, full_target()).front().op, OptOp::GROUP);
 }
 
+// The fold of a max pool's gradient back onto its input (the overlapping windows' view read
+// backwards) divides in its index math; the channels, which only offset its indices, are upcast
+// by 16 on the CPU, so each division and remainder serves 16 outputs.
+TEST(Opt, FoldsShareTheirIndexMathAcrossChannels) {
+  Tensor x = input({2, 32, 9, 9});
+  x.requires_grad_();
+  (x.max_pool2d(3, 2, 1) * input({2, 32, 5, 5})).sum().backward();
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(*x.grad())});
+  int folds = 0;
+  for (const ScheduleKernel& k : build_schedule(g.key).kernels) {
+    if (count_ops(k.ast, Ops::MOD) == 0 || count_ops(k.ast, Ops::REDUCE) == 0) continue;
+    ++folds;
+    EXPECT_EQ(heuristic_opts(k.ast, cpu::host_target()),
+              (std::vector<Opt>{{OptOp::UPCAST, 1, 16}}));
+  }
+  EXPECT_GE(folds, 1);
+}
+
 TEST(Opt, HeuristicsPerTarget) {
   const Target cpu = cpu::host_target(), gpu = full_target();
   const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
