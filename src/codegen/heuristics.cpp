@@ -12,6 +12,9 @@
 //                reuses_product; a bias added before a row's sum does not make a LayerNorm's
 //                mean one): a register tile, the innermost output axis by 32, 16 or 8 (one
 //                vector) and another reused axis by 8, 4 or 2;
+//   reductions whose index math divides (the fold of a window view's gradient onto its input,
+//                a pool's or a convolution's input gradient): the axes that the divisions,
+//                remainders and index comparisons ignore (channels, batch) upcast to 16 values;
 //   other reductions: several accumulators, one per output of a run of the innermost output
 //                axis when the loads run along it and not along the reduction (a column sum:
 //                vector loads instead of one cache line per element), else split ones for the
