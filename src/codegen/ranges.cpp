@@ -45,7 +45,7 @@ bool costly_index_math(const UOp& ast, const RangeInfo& info, std::vector<UOp>* 
   bool divides = false;
   std::vector<UOp> index_math;  // divisions, remainders and comparisons of index values
   for (const UOp& u : toposort(ast)) {
-    const bool div = u.op() == Ops::IDIV || u.op() == Ops::MOD;
+    const bool div = (u.op() == Ops::IDIV || u.op() == Ops::MOD) && u.dtype() == dtypes::index;
     if ((div || (is_comparison(u.op()) && u.src(0).dtype() == dtypes::index)) && on_ranges(u)) {
       index_math.push_back(u);
       divides = divides || div;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vkgrad/error.hpp>
 
 #include "ir/graph_rewrite.hpp"
@@ -243,11 +244,11 @@ std::vector<Shape> range_parts(const UOp& start, const Shape& shape, lazy::Shape
   for (int64_t d : shape)
     if (lazy::is_sym(d) || d == 0) return parts;
   std::vector<UOp> stack{start};
-  std::unordered_map<const UOpNode*, bool> seen;
+  std::unordered_set<const UOpNode*> seen;
   while (!stack.empty()) {
     const UOp n = stack.back();
     stack.pop_back();
-    if (!seen.emplace(n.get(), true).second || is_input(n) || shapes(n) != shape) continue;
+    if (!seen.insert(n.get()).second || is_input(n) || shapes(n) != shape) continue;
     if (n.op() == Ops::RESHAPE) {
       const UOp& src = n.src(0);
       if (src.op() != Ops::REDUCE_AXIS || is_input(src)) continue;
