@@ -36,6 +36,25 @@ RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b) {
   return d;
 }
 
+Sample time_with_stats(const std::function<void()>& fn) {
+  const RuntimeStats before = runtime_stats();
+  Sample s = time_host(fn);
+  s.stats = runtime_stats() - before;
+  return s;
+}
+
+std::function<std::vector<Tensor>(const std::vector<Tensor>&)> training_step(
+    std::function<Tensor(const Tensor&)> forward, nn::optim::Optimizer& opt) {
+  return [forward = std::move(forward), &opt](const std::vector<Tensor>& in) {
+    Tensor loss = forward(in[0]).cross_entropy(in[1]);
+    opt.zero_grad();
+    loss.backward();
+    std::vector<Tensor> out{loss};
+    opt.step(out);
+    return out;
+  };
+}
+
 // Times building a result and realizing it. The result goes to `keep`, which frees the previous
 // one after the clock stopped.
 Sample time_realize(const std::function<Tensor()>& build, Tensor& keep) {

@@ -63,6 +63,8 @@ Sample time_host(const std::function<void()>& fn);
 Sample time_realize(const std::function<Tensor()>& build, Tensor& keep);
 // What runtime_stats() counted between two readings.
 RuntimeStats operator-(const RuntimeStats& a, const RuntimeStats& b);
+// time_host, with what runtime_stats() counted meanwhile (Sample::stats).
+Sample time_with_stats(const std::function<void()>& fn);
 
 constexpr int kMinRuns = 3;
 constexpr int kMaxRuns = 1000;
@@ -149,6 +151,11 @@ Row dispatch_case(Suite& s, DispatchMode mode);
 
 // cold_start.cpp: a child process's time from exec to its first result.
 Row cold_start_case(Suite& s);
+// One training step for the bench's training cases: the loss forward(in[0]).cross_entropy(in[1]),
+// zero_grad(), backward(), and the optimizer's step realized with the loss in one schedule;
+// returns {loss}. The callable a vkgrad::Jit wraps, or runs plainly.
+std::function<std::vector<Tensor>(const std::vector<Tensor>&)> training_step(
+    std::function<Tensor(const Tensor&)> forward, nn::optim::Optimizer& opt);
 // mlp.cpp: one MLP training step (forward, backward, Adam), with or without vkgrad::Jit.
 Row mlp_step_case(Suite& s, bool jit);
 // models.cpp: a network's forward at batch 1 (resnet18, resnet50, mobilenetv2, bert_encoder),

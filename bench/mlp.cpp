@@ -66,14 +66,7 @@ Row mlp_step_case(Suite& s, bool jit) {
   const Tensor x = Tensor::from_vector<float>(hx, {kBatch, kIn}, std::nullopt, s.device).realize();
   const Tensor y = Tensor::from_vector<int32_t>(hy, {kBatch}, std::nullopt, s.device).realize();
 
-  auto step = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    Tensor loss = model(in[0]).cross_entropy(in[1]);
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> out{loss};
-    opt.step(out);
-    return out;
-  };
+  const auto step = training_step([&](const Tensor& in) { return model(in); }, opt);
   Jit jitted(step);
   auto once = [&] { return jit ? jitted({x, y})[0] : step({x, y})[0]; };
 

@@ -84,10 +84,7 @@ Row model_case(Suite& s, const std::string& name, bool jit) {
   // and what is left (the engine's bookkeeping around them).
   std::vector<Sample> runs = measure([&] {
     if (!jit) return time_realize([&] { return net.forward(x); }, out);
-    const RuntimeStats s0 = runtime_stats();
-    Sample sample = time_host([&] { out = jitted({x})[0]; });
-    sample.stats = runtime_stats() - s0;
-    return sample;
+    return time_with_stats([&] { out = jitted({x})[0]; });
   });
   const RuntimeStats after = runtime_stats();
   set_ours(row, runs, 0);
@@ -157,26 +154,14 @@ Row resnet18_train_case(Suite& s, bool jit) {
   const Tensor y = Tensor::from_vector<int32_t>(labels, {kBatch}, std::nullopt, s.device).realize();
   const bool was_training = Tensor::training;
   Tensor::training = true;
-  auto step = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    Tensor loss = model.forward(in[0]).cross_entropy(in[1]);
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> out{loss};
-    opt.step(out);
-    return out;
-  };
+  const auto step = training_step([&](const Tensor& in) { return model.forward(in); }, opt);
   Jit jitted(step);
   auto once = [&] { return jit ? jitted({x, y})[0] : step({x, y})[0]; };
   const float first = once().item<float>();
   once();  // the Jit's capture
   const RuntimeStats before = runtime_stats();
   Tensor loss;
-  std::vector<Sample> runs = measure([&] {
-    const RuntimeStats s0 = runtime_stats();
-    Sample sample = time_host([&] { loss = once(); });
-    sample.stats = runtime_stats() - s0;
-    return sample;
-  });
+  std::vector<Sample> runs = measure([&] { return time_with_stats([&] { loss = once(); }); });
   const RuntimeStats after = runtime_stats();
   Tensor::training = was_training;
   set_ours(row, runs, 0);

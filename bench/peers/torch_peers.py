@@ -125,6 +125,20 @@ def conv2d(torch):
     }
 
 
+def training_step(torch, model, opt, x, y):
+    """One step of the training cases: cross entropy of model(x) against y, zero_grad, backward,
+    the optimizer's step; returns the loss."""
+
+    def step():
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
 def mlp_step(torch):
     """bench/mlp.cpp: 784-512-512-10, batch 256, ReLU, cross entropy, Adam(lr 1e-3), one fixed
     batch; forward, zero_grad, backward, step."""
@@ -138,15 +152,7 @@ def mlp_step(torch):
             nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
         )
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=foreach)
-
-        def step():
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        return step
+        return training_step(torch, model, opt, x, y)
 
     return {"Adam": step_fn(False), "Adam(foreach)": step_fn(True)}
 
@@ -157,7 +163,6 @@ def resnet18_train(torch):
     forward, zero_grad, backward, step."""
     import torchvision
 
-    nn = torch.nn
     x = uniform(torch, (16, 3, 64, 64), 19, -1, 1)
     y = torch.randint(0, 100, (16,), generator=torch.Generator().manual_seed(17))
 
@@ -169,15 +174,7 @@ def resnet18_train(torch):
             model = model.to(memory_format=torch.channels_last)
             xs = x.contiguous(memory_format=torch.channels_last)
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-        def step():
-            loss = nn.functional.cross_entropy(model(xs), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            return loss.detach()
-
-        return step
+        return training_step(torch, model, opt, xs, y)
 
     return {"NCHW": step_fn(False), "channels-last": step_fn(True)}
 
