@@ -99,6 +99,14 @@ bool contiguous_along(const RangeInfo& info, const UOp& r) {
                      [&](const UOp& idx) { return mentions(idx, r) && steps_by_one(idx, r); });
 }
 
+bool summed_contiguous_along(const RangeInfo& info, const UOp& r) {
+  return std::any_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
+    return mentions(idx, r) && steps_by_one(idx, r) &&
+           std::any_of(info.reduces.begin(), info.reduces.end(),
+                       [&](const UOp& k) { return mentions(idx, k); });
+  });
+}
+
 int64_t prod_sizes(const std::vector<UOp>& ranges) {
   constexpr int64_t cap = int64_t{1} << 62;
   int64_t n = 1;

@@ -37,6 +37,10 @@ bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b);
 bool steps_by_one(const UOp& idx, const UOp& r);
 // Some load reads consecutive elements as `r` steps by one (steps_by_one of its index).
 bool contiguous_along(const RangeInfo& info, const UOp& r);
+// Some load inside the reduction (its index mentions a reduce axis) reads consecutive elements
+// as `r` steps by one; a value read once per output (a residual added after the sum) does not
+// count.
+bool summed_contiguous_along(const RangeInfo& info, const UOp& r);
 // The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
 // only compared with thresholds).
 int64_t prod_sizes(const std::vector<UOp>& ranges);

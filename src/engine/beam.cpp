@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,7 @@ class Search {
     const Program p = rt_.render(ast_, {.optimize = true});
     sources_.insert(p.source);
     reference_kernel_ = rt_.compile(p);
+    warm_up();
     const double t = time(*reference_kernel_, 0).value();
     reference_ = output();
     return {p.opts, t};
@@ -128,6 +130,7 @@ class Search {
   std::pair<double, double> retime(const std::vector<Opt>& winner, double reference_seconds,
                                    double winner_seconds) {
     const std::shared_ptr<CompiledKernel> w = rt_.compile(rt_.render(ast_, {.opts = winner}));
+    warm_up();
     for (int i = 0; i < kFinalRuns; ++i) {
       reference_seconds = std::min(reference_seconds, time(*reference_kernel_, 0).value());
       winner_seconds = std::min(winner_seconds, time(*w, 0).value());
@@ -172,6 +175,17 @@ class Search {
     return out;
   }
 
+  // The reference kernel, back to back, for Runtime::warm_up_seconds (after a stretch of
+  // compiling, before timing).
+  void warm_up() {
+    const double seconds = rt_.warm_up_seconds();
+    if (seconds <= 0 || !reference_kernel_) return;
+    const std::vector<KernelLaunch> batch(16, KernelLaunch{reference_kernel_.get(), bufs_});
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+           seconds)
+      rt_.run(batch, nullptr);
+  }
   // The kernel's time, or nothing when it is dropped (too slow, or another output).
   std::optional<double> measure(const CompiledKernel& k, const std::vector<Opt>& opts,
                                 double limit) {
@@ -307,6 +321,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
         opts.push_back(l.opts);
       }
     const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(opts);
+    s.warm_up();
     for (size_t i = 0; i < fresh.size(); ++i) {
       ++res.tried;
       const std::optional<double> t =

@@ -49,6 +49,10 @@ class Runtime {
   // What a tuned kernel (a BEAM search's Opt list) is valid for: the device and its driver or
   // compiler, and the code generator's Target; two runtimes that differ here may not share one.
   virtual std::string identity() const = 0;
+  // How long a device must have been kept busy before a kernel's time is its time in a busy
+  // stretch (a GPU left idle clocks down): a BEAM search runs its reference kernel this long
+  // before it times candidates.
+  virtual double warm_up_seconds() const { return 0; }
 
   // Memory: opaque handles. alloc throws OutOfMemory (and the runtime stays usable).
   virtual void* alloc(size_t bytes) = 0;

@@ -223,6 +223,26 @@ TEST(Opt, HeuristicsPerTarget) {
   EXPECT_EQ(heuristic_opts(c512, big_gpu),
             (std::vector<Opt>{{OptOp::UNROLL, 0, 8}, {OptOp::UNROLL, 0, 8}}));
   EXPECT_NO_THROW(apply_opts(c512, heuristic_opts(c512, big_gpu), big_gpu));
+  // A stride-2 1 x 1 conv (ResNet's downsampling shortcut): its columns are read 2 apart, so a
+  // tile along them buys no vec4 loads; the output channels take the tile, each input load
+  // feeding 4 multiply-adds, also where a residual read along the columns is added after the
+  // sum. The same conv at stride 1 keeps the columns' vec4 tile.
+  const Tensor x56 = input({1, 256, 56, 56}), w = input({512, 256, 1, 1});
+  const UOp down = scheduled_kernel(x56.conv2d(w, {}, /*stride=*/2, /*padding=*/0));
+  const UOp residual =
+      scheduled_kernel(x56.conv2d(w, {}, /*stride=*/2, /*padding=*/0) + input({1, 512, 28, 28}));
+  const UOp pointwise = scheduled_kernel(input({1, 256, 28, 28}).conv2d(w, {}, 1, 0));
+  const std::vector<Opt> channels{
+      {OptOp::UPCAST, 0, 4}, {OptOp::UNROLL, 0, 4}, {OptOp::LOCAL, 2, 28}, {OptOp::LOCAL, 1, 2}};
+  EXPECT_EQ(heuristic_opts(down, big_gpu), channels);
+  EXPECT_EQ(heuristic_opts(residual, big_gpu), channels);
+  EXPECT_NO_THROW(apply_opts(residual, channels, big_gpu));
+  EXPECT_EQ(heuristic_opts(pointwise, big_gpu), (std::vector<Opt>{{OptOp::UPCAST, 2, 4},
+                                                                  {OptOp::UNROLL, 0, 4},
+                                                                  {OptOp::LOCAL, 2, 7},
+                                                                  {OptOp::LOCAL, 1, 7}}));
+  // A device that runs on the CPU keeps the columns' tile (not measured otherwise there).
+  EXPECT_EQ(heuristic_opts(down, lavapipe).front(), (Opt{OptOp::UPCAST, 2, 4}));
   // Every heuristic list applies.
   for (const UOp& k : {mm, big, rows, short_rows, biased, ew, conv, late, mm256, narrow}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
