@@ -367,6 +367,31 @@ UOp fold_div_mod_pairs(const UOp& root) {
       return build_sum(root.dtype(), terms, s.constant);
     }
   }
+  // (x // a % b) * a k + (x % a) * k -> (x % (a b)) * k for constants a, b > 0 (C's truncating
+  // division keeps it for either sign of x): two digits of a flat index put back together (a
+  // GEMM's column split into a conv weight's c, ky, kx), which the pairs above then meet with
+  // x // (a b).
+  for (size_t i = 0; i < s.terms.size(); ++i) {
+    const UOp& digit = s.terms[i].base;
+    if (digit.op() != Ops::MOD || !digit.src(1).is_const() || digit.src(0).op() != Ops::IDIV ||
+        !digit.src(0).src(1).is_const())
+      continue;
+    const UOp& x = digit.src(0).src(0);
+    const int64_t a = cval(digit.src(0).src(1)), b = cval(digit.src(1));
+    if (a <= 0 || b <= 0 || !symbolic::fits(root.dtype(), i128{a} * b)) continue;
+    for (size_t j = 0; j < s.terms.size(); ++j) {
+      const UOp& low = s.terms[j].base;
+      const int64_t k = s.terms[j].coeff;
+      if (j == i || low.op() != Ops::MOD || low.src(0) != x || !low.src(1).is_const() ||
+          cval(low.src(1)) != a || i128{k} * a != i128{s.terms[i].coeff})
+        continue;
+      std::vector<Term> terms;
+      for (size_t t = 0; t < s.terms.size(); ++t)
+        if (t != i && t != j) terms.push_back(s.terms[t]);
+      terms.push_back({divmod(Ops::MOD, x, a * b), k});
+      return build_sum(root.dtype(), terms, s.constant);
+    }
+  }
   return {};
 }
 

@@ -227,6 +227,16 @@ TEST_F(RulesDivmod, DivAndModRecombine) {
   EXPECT_TRUE(check((n / 4) * 8 + (n % 4) * 2 + s, n * 2 + s));
   EXPECT_TRUE(check((n / w) * w + n % w, n));
 }
+// A flat index split into digits (a GEMM's column into a conv weight's c, ky, kx) and put
+// back: the two low digits make one remainder, which meets the quotient.
+TEST_F(RulesDivmod, DigitsOfAFlatIndexRecombine) {
+  const UOp col = var("col", 0, 4607);
+  EXPECT_TRUE(check((col / 9) * 9 + ((col / 3) % 3) * 3 + col % 3, col));
+  EXPECT_TRUE(check(((col / 3) % 3) * 6 + (col % 3) * 2 + s, (col % 9) * 2 + s));
+  EXPECT_TRUE(check(((n / 3) % 4) * 3 + n % 3, n % 12));        // any sign
+  EXPECT_TRUE(avoids(((col / 3) % 3) * 2 + col % 3, col % 9));  // not the digit's place value
+  EXPECT_TRUE(avoids(((col / 3) % 3) * 3 + col % 2, col % 9));
+}
 TEST_F(RulesDivmod, DivAndModRecombineNeedMatchingFactors) {
   EXPECT_TRUE(stays((n / 4) * 3 + n % 4));
   EXPECT_TRUE(stays((n / 4) * 4 + n % 3));
