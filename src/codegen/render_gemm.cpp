@@ -2,6 +2,8 @@
 // Winograd F(2 x 2, 3 x 3) over a convolution's window copy.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -10,6 +12,44 @@
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
+namespace {
+
+// How many of the ranges `w` (outermost first), counted from the innermost, `x` reads along as
+// one run: they reach its value only through load addresses, sums and products of them, each
+// address affine in them with place values that nest (a weight's c, ky, kx by 9, 3 and 1), so
+// the innermost range may step past its size into the next ones. No mask, comparison or division
+// may see them. 1 when no two do.
+size_t run_ranges(const UOp& x, const std::vector<UOp>& w) {
+  auto nest = [&](size_t from) {
+    std::unordered_set<UOp, UOpHash> dep(w.begin() + static_cast<std::ptrdiff_t>(from), w.end());
+    for (const UOp& u : toposort(x)) {
+      if (dep.count(u) || u.op() == Ops::LOAD) continue;  // a loaded value is no index
+      if (std::none_of(u.src().begin(), u.src().end(), [&](const UOp& s) { return dep.count(s); }))
+        continue;
+      dep.insert(u);
+      if (u.op() == Ops::ADD || u.op() == Ops::MUL) continue;
+      if (u.op() != Ops::INDEX || dep.count(u.src(0))) return false;
+      for (size_t i = 2; i < u.src().size(); ++i)
+        if (dep.count(u.src(i))) return false;  // a gate
+      const UOp& idx = u.src(1);
+      auto stride = [&](const UOp& r) -> std::optional<int64_t> {
+        const UOp d = simplify(substitute(idx, {{r, r + 1}}) - idx);
+        if (!d.is_const()) return std::nullopt;
+        return d.arg_as<int64_t>();
+      };
+      for (size_t i = w.size() - 1; i > from; --i) {
+        const auto inner = stride(w[i]), outer = stride(w[i - 1]);
+        if (!inner || !outer || *outer != *inner * range_size(w[i])) return false;
+      }
+    }
+    return true;
+  };
+  for (size_t from = 0; from + 1 < w.size(); ++from)
+    if (nest(from)) return w.size() - from;
+  return 1;
+}
+
+}  // namespace
 
 void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
   const GemmWindow* win = p.window ? &*p.window : nullptr;
@@ -109,6 +149,17 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     }
     const UOp& inner = w_ranges.back();
     const std::vector<UOp> outer(w_ranges.begin(), w_ranges.end() - 1);
+    // The innermost ranges that x reads as one run (a weight's c, ky, kx; an image's y, x) make
+    // one segment: its innermost range steps past its size.
+    const size_t run = run_ranges(x, w_ranges);
+    int64_t run_size = 1;
+    std::string run_pos;
+    for (size_t i = w_ranges.size() - run; i < w_ranges.size(); ++i) {
+      run_size *= range_size(w_ranges[i]);
+      run_pos = run_pos.empty() ? name_of(w_ranges[i])
+                                : fmt::format("({} * {} + {})", run_pos, range_size(w_ranges[i]),
+                                              name_of(w_ranges[i]));
+    }
     // The segments: seg_w[s] .. seg_w[s + 1] of the panel, the innermost range from seg_in[s],
     // the outer ranges' values in seg_<range>[s].
     line(depth, fmt::format("int64_t seg_w[{}], seg_in[{}];", width + 1, width));
@@ -118,8 +169,11 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     line(depth, bind(w_ranges, w_flat));
     line(depth, fmt::format("seg_w[nseg] = w; seg_in[nseg] = {};", name_of(inner)));
     for (const UOp& r : outer) line(depth, fmt::format("seg_{0}[nseg] = {0};", name_of(r)));
-    line(depth, fmt::format("w += {} - {} < {} - w ? {} - {} : {} - w;", range_size(inner),
-                            name_of(inner), ws, range_size(inner), name_of(inner), ws));
+    if (run == w_ranges.size())
+      line(depth, "w = " + ws + ";");
+    else
+      line(depth,
+           fmt::format("w += {0} - {1} < {2} - w ? {0} - {1} : {2} - w;", run_size, run_pos, ws));
     close_to(base);
     line(depth, "seg_w[nseg] = " + ws + ";");
     open("kk", "0", ks);

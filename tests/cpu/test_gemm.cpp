@@ -474,6 +474,35 @@ TEST(Gemm, SmallImagesTakeTheBatchIntoTheGemm) {
   expect_near(gx, want_gx);
 }
 
+TEST(Gemm, AWeightReadAlongItsChannelsAndTapsPacksAsOneRun) {
+  // A convolution's input gradient per window: out[b, c, y, x, ky, kx] = sum_o g[b, o, y, x]
+  // w[o, c, ky, kx]. The columns are c, ky, kx, three ranges that the weight reads as one
+  // contiguous run (9, 3 and 1 apart), so B's panel is one segment per row of k (a plain copy)
+  // rather than one per 3 taps; the output, which puts y and x between c and the taps, keeps
+  // its three ranges. Against double precision.
+  constexpr int64_t B = 16, O = 48, C = 20, H = 4, W = 5;
+  const std::vector<float> g = random_floats(B * O * H * W, 61), w = random_floats(O * C * 9, 62);
+  const Tensor gt = Tensor::from_vector(g, {B, O, 1, H, W, 1, 1}, {}, "CPU");
+  const Tensor wt = Tensor::from_vector(w, {1, O, C, 1, 1, 3, 3}, {}, "CPU");
+  const Tensor out = (gt * wt).sum(1);
+  std::vector<double> want(static_cast<size_t>(B * C * H * W * 9), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x)
+          for (int64_t t = 0; t < 9; ++t) {
+            double acc = 0;
+            for (int64_t o = 0; o < O; ++o)
+              acc += static_cast<double>(g[static_cast<size_t>(((b * O + o) * H + y) * W + x)]) *
+                     w[static_cast<size_t>((o * C + c) * 9 + t)];
+            want[static_cast<size_t>((((b * C + c) * H + y) * W + x) * 9 + t)] = acc;
+          }
+  const std::string src = rendered(out, true);
+  EXPECT_NE(src.find("pack_a"), std::string::npos) << src;
+  EXPECT_NE(src.find("        w = nr;\n"), std::string::npos) << src;
+  expect_near(out, want);
+}
+
 TEST(Gemm, GroupedConvolutionsAreABatchOfGemms) {
   // relu(conv2d(x, w, bias, groups = 4) * 0.5): each group's output channels are a range of
   // their own beside the group's (r_4_24_28_28_..., not r_96_28_28_... reading the group as a
