@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -13,10 +14,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vkgrad/error.hpp>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "codegen/linearize.hpp"  // range_size
 #include "codegen/pipeline.hpp"
@@ -30,9 +35,45 @@ namespace {
 // thread: waking the pool costs more than it saves.
 constexpr int64_t kParallelWork = 1 << 15;
 
+// Subnormal floats (below 2^-126 in magnitude for float32): x86's vector units take a microcode
+// assist per operation on them, and a training step whose values decay toward them (ResNet-18's
+// SGD with momentum on a loss near zero) ran its weight updates 5x slower, the step 150 -> 210 ms,
+// in one process of three. A kernel without float64 values runs with MXCSR's flush-to-zero bit
+// set (runtime.hpp): its results are never subnormal. Not denormals-are-zero: subnormal inputs
+// are read exactly (libm's log2f scales them by bit manipulation, which DAZ arithmetic breaks).
+// The thread's own mode comes back after the kernel: the calling thread is the application's.
+bool subnormals_from_env() {
+  const char* v = std::getenv("VKGRAD_CPU_SUBNORMALS");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+class SubnormalsFlushed {
+ public:
+#if defined(__x86_64__) || defined(__i386__)
+  explicit SubnormalsFlushed(bool on) : saved_(on ? _mm_getcsr() : 0), on_(on) {
+    if (on_) _mm_setcsr(saved_ | kFlushToZero);
+  }
+  ~SubnormalsFlushed() {
+    if (on_) _mm_setcsr(saved_);
+  }
+#else
+  explicit SubnormalsFlushed(bool) {}
+#endif
+  SubnormalsFlushed(const SubnormalsFlushed&) = delete;
+  SubnormalsFlushed& operator=(const SubnormalsFlushed&) = delete;
+
+#if defined(__x86_64__) || defined(__i386__)
+ private:
+  static constexpr unsigned kFlushToZero = 0x8000;
+  unsigned saved_;
+  bool on_;
+#endif
+};
+
 class CpuKernel final : public CompiledKernel {
  public:
   KernelFn fn = nullptr;
+  bool flush_subnormals = false;  // runs with subnormals flushed (no float64 value in it)
   std::shared_ptr<Library> lib;
   int64_t parallel_size = 1;
   int64_t work = 1;  // of the constant ranges
@@ -77,6 +118,7 @@ std::string cpu_model() {
 
 class CpuRuntime final : public Runtime {
  public:
+  explicit CpuRuntime(bool flush_subnormals) : flush_subnormals_(flush_subnormals) {}
   std::string name() const override { return "CPU"; }
   std::string identity() const override {
     const CompilerInfo& ci = Compiler::instance().info();
@@ -85,9 +127,10 @@ class CpuRuntime final : public Runtime {
   }
   std::string describe() const override {
     const CompilerInfo& ci = Compiler::instance().info();
-    return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}", cpu_model(),
-                       ThreadPool::global().size(), ci.path.empty() ? "none found" : ci.path,
-                       ci.version, Compiler::cache_dir());
+    return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}; float32 subnormals {}",
+                       cpu_model(), ThreadPool::global().size(),
+                       ci.path.empty() ? "none found" : ci.path, ci.version, Compiler::cache_dir(),
+                       flush_subnormals_ ? "flushed to zero" : "kept");
   }
   // Freed blocks are kept by size and handed out again (as tinygrad's LRU allocator does): a
   // realize that allocates the same output sizes every step then touches no fresh pages.
@@ -149,6 +192,10 @@ class CpuRuntime final : public Runtime {
     k->vars = p.vars;
     k->launch_size = p.launch_size;
     k->scratch_floats = p.scratch_floats;
+    k->flush_subnormals =
+        flush_subnormals_ && std::none_of(p.uops.begin(), p.uops.end(), [](const UOp& u) {
+          return u.dtype().base().scalar() == dtypes::float64;
+        });
     // Loop iterations of the whole kernel: each range once (the linear list opens some again).
     k->work = 1;
     std::unordered_set<const UOpNode*> seen;
@@ -183,6 +230,7 @@ class CpuRuntime final : public Runtime {
     for (const UOp& end : k.symbolic_ends) work = times(work, evaluate_size(end, k.vars, l.vars));
     // A kernel with scratch gets this thread's after its buffers.
     auto call = [&](int64_t b, int64_t e) {
+      const SubnormalsFlushed flushed(k.flush_subnormals);
       if (k.scratch_floats == 0) return k.fn(bufs, vars, b, e);
       std::vector<void*> with_scratch(l.buffers);
       with_scratch.push_back(thread_scratch(k.scratch_floats));
@@ -215,6 +263,7 @@ class CpuRuntime final : public Runtime {
   size_t cached_bytes_ = 0;
 
   const Target target_ = tuned_host_target();
+  const bool flush_subnormals_;
 };
 
 // A captured list is the kernels' entry points; a replay calls them with the new buffers.
@@ -287,7 +336,10 @@ Target tuned_host_target() {
   return t;
 }
 
-std::unique_ptr<Runtime> make_runtime() { return std::make_unique<CpuRuntime>(); }
+std::unique_ptr<Runtime> make_runtime() { return make_runtime(!subnormals_from_env()); }
+std::unique_ptr<Runtime> make_runtime(bool flush_subnormals) {
+  return std::make_unique<CpuRuntime>(flush_subnormals);
+}
 
 Backend backend() {
   Backend b;

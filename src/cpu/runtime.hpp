@@ -11,7 +11,11 @@
 
 namespace vkgrad::cpu {
 
+// Kernels without float64 values run with subnormal results flushed to zero (MXCSR's FTZ:
+// x86 takes a microcode assist per operation on them), as Vulkan devices may; float64 keeps
+// IEEE gradual underflow. make_runtime() flushes unless VKGRAD_CPU_SUBNORMALS=1.
 std::unique_ptr<Runtime> make_runtime();
+std::unique_ptr<Runtime> make_runtime(bool flush_subnormals);
 // What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering), the
 // same on every machine (the golden tests render with it).
 Target host_target();

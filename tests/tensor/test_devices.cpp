@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <vkgrad/stats.hpp>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "engine/realize.hpp"
 #include "harness.hpp"
@@ -225,8 +229,33 @@ void expect_transcendentals_within_bounds(const std::string& dev, bool f64, bool
   }
 }
 
+// A float32 result below 2^-126 comes back as zero on the CPU (its kernels run with MXCSR's
+// flush-to-zero bit: subnormal arithmetic takes microcode assists), a subnormal input is still
+// read exactly, float64 keeps gradual underflow, and the calling thread's mode is as it was.
+TEST(CpuMath, Float32SubnormalResultsFlushToZero) {
+  if (const char* v = std::getenv("VKGRAD_CPU_SUBNORMALS"); v && std::string_view(v) == "1")
+    GTEST_SKIP() << "VKGRAD_CPU_SUBNORMALS=1 keeps them";
+#if defined(__x86_64__) || defined(__i386__)
+  const unsigned mode = _mm_getcsr();
+#endif
+  const float tiny = std::ldexp(1.0f, -140);  // a float32 subnormal
+  const Tensor a = Tensor::from_vector(std::vector<float>{1e-20f, tiny, 1.0f}, {3}, {}, "CPU");
+  const std::vector<float> small = (a * 1e-20f).to_vector<float>();
+  EXPECT_EQ(small[0], 0.0f);  // 1e-40 would be subnormal
+  EXPECT_FALSE(std::signbit(small[0]));
+  EXPECT_EQ(small[1], 0.0f);
+  EXPECT_EQ(small[2], 1e-20f);
+  EXPECT_EQ((a * 1048576.0f).to_vector<float>()[1], std::ldexp(1.0f, -120));  // read exactly
+  const Tensor d = Tensor::from_vector(std::vector<double>{1e-160}, {1}, {}, "CPU");
+  EXPECT_EQ((d * 1e-160).to_vector<double>()[0], 1e-160 * 1e-160);  // 1e-320, subnormal, kept
+  EXPECT_NE((d * 1e-160).to_vector<double>()[0], 0.0);
+#if defined(__x86_64__) || defined(__i386__)
+  EXPECT_EQ(_mm_getcsr(), mode);
+#endif
+}
+
 TEST(CpuMath, TranscendentalsWithinTheirUlpBounds) {
-  expect_transcendentals_within_bounds("CPU", true, false);
+  expect_transcendentals_within_bounds("CPU", true, true);  // float32 subnormals flushed
 }
 
 // Without float64 (VKGRAD_VK_DISABLE=fp64 in the tensor_vulkan_no_fp64 test) the float32 ones are
