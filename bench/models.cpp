@@ -141,10 +141,8 @@ Row resnet18_train_case(Suite& s, bool jit) {
     Beam setup({.width = 0});
     model.to(s.device);
   }
-  std::vector<Tensor> params;
-  for (const Tensor& t : model.state())
-    if (t.requires_grad()) params.push_back(t);
-  nn::optim::SGD opt(params, 0.01, 0.9);
+  // The whole state: the running statistics are the optimizer's buffers, realized with each step.
+  nn::optim::SGD opt(model.state(), 0.01, 0.9);
   Rng rng(17);
   std::vector<int32_t> labels(static_cast<size_t>(kBatch));
   for (int32_t& v : labels) v = static_cast<int32_t>(rng.next() % kClasses);

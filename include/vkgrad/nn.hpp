@@ -133,7 +133,11 @@ namespace optim {
 // the step count). step() builds every new value lazily, realizes them all in one schedule (one
 // command buffer on Vulkan) and assign()s them, so a step is one batch of kernels and replays
 // under vkgrad::Jit, which carries assigned state from replay to replay. Parameters without a
-// grad are left alone. The other hyperparameters are baked into the kernels as constants.
+// grad are left alone. Tensors in `params` that do not require grad (a model's whole state():
+// BatchNorm's running statistics, its batch count) are buffers, as in tinygrad: never updated by
+// the optimizer, of any dtype, but realized in every step's schedule, so the assign()s a training
+// forward made to them run with the step instead of chaining lazily from step to step. The other
+// hyperparameters are baked into the kernels as constants.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;

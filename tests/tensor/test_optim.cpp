@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/realize.hpp"
 #include "harness.hpp"
+#include "tensor/tensor_impl.hpp"
 
 namespace vkgrad::testing {
 namespace {
@@ -185,6 +187,45 @@ TEST_P(OptimTest, ZeroGradAndParametersWithoutGrad) {
   expect_values(opt.v[1], kShape, dtypes::float32, Vec(kN, 0.0));
 }
 
+// A layer's whole state given to the optimizer: what needs no grad (BatchNorm's running
+// statistics, its batch count, an int64) is a buffer, realized by each step in place (not left
+// to chain lazily from step to step through every step's forward) and not updated by it.
+TEST_P(OptimTest, BuffersAreRealizedWithEachStep) {
+  nn::BatchNorm2d bn(3, 1e-5, 0.1);
+  bn.weight = Tensor::ones({3}, dtypes::float32, dev());
+  bn.weight.requires_grad_();
+  bn.bias = Tensor::zeros({3}, dtypes::float32, dev());
+  bn.bias->requires_grad_();
+  bn.running_mean = Tensor::zeros({3}, dtypes::float32, dev());
+  bn.running_var = Tensor::ones({3}, dtypes::float32, dev());
+  bn.num_batches_tracked = Tensor::zeros({}, dtypes::int64, dev());
+  std::vector<Tensor> state;
+  for (auto& [name, t] : bn.state_dict()) state.push_back(t);
+  nn::optim::SGD opt(state, 0.1, 0.9);
+  const Vec xs = rand32(2 * 3 * 4, -1, 1, 41);
+  const Tensor x = make_tensor(xs, {2, 3, 2, 2}, dtypes::float32, dev());
+  const bool was = Tensor::training;
+  Tensor::training = true;
+  for (int step = 1; step <= 2; ++step) {
+    opt.zero_grad();
+    bn(x).mul(x).sum().backward();
+    opt.step();
+    for (const Tensor* t : {&bn.running_mean, &bn.num_batches_tracked})
+      EXPECT_TRUE(engine::as_buffer(tensor::uop(*t))) << "step " << step;
+  }
+  Tensor::training = was;
+  // The batch mean m of each channel, the same each step: 0.1 m, then 0.9 * 0.1 m + 0.1 m.
+  Vec want(3, 0.0);
+  for (int64_t c = 0; c < 3; ++c) {
+    double m = 0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < 4; ++i) m += xs[size_t((b * 3 + c) * 4 + i)] / 8;
+    want[size_t(c)] = 0.19 * m;
+  }
+  expect_values(bn.running_mean, {3}, dtypes::float32, want, 1e-5, 1e-6);
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 2);
+}
+
 TEST_P(OptimTest, LearningRateIsATensor) {
   const Vec p0 = rand32(kN, -1, 1, 29);
   const std::vector<Vec> grads = three_grads();
@@ -249,9 +290,12 @@ TEST_P(OptimTest, TrainsALinearModelWithAutograd) {
   set_default_device(before);
 }
 
-TEST_P(OptimTest, Errors) {
+// A tensor that needs no grad may have any dtype (a buffer: a step realizes it and leaves it).
+TEST_P(OptimTest, IntegerTensorsAreBuffers) {
   Tensor i = make_tensor({1, 2}, {2}, dtypes::int32, dev());
-  EXPECT_THROW(nn::optim::SGD({i}), DTypeError);
+  nn::optim::SGD opt({i}, 0.1, 0.9);
+  opt.step();
+  expect_values(i, {2}, dtypes::int32, {1, 2});
 }
 
 VKGRAD_ALL_DEVICES(OptimTest);

@@ -19,12 +19,18 @@ std::string common_device(const std::vector<Tensor>& params) {
   return dev;
 }
 
+// A state tensor for `p` (momentum, moments): zeros like it, a scalar zero for a buffer.
+Tensor state_like(const Tensor& p) {
+  if (!p.requires_grad()) return Tensor::zeros({}, dtypes::float32, p.device()).realize();
+  return p.zeros_like().contiguous().realize();
+}
+
 }  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> params_, double lr_)
     : params(std::move(params_)), device_(common_device(params)) {
   for (const Tensor& p : params)
-    if (!p.dtype().is_float())
+    if (p.requires_grad() && !p.dtype().is_float())
       throw DTypeError("optimizer: parameters must be floating point, got " + p.dtype().name());
   lr = Tensor::scalar(lr_, dtypes::float32, device_).realize();
 }
@@ -41,10 +47,13 @@ void Optimizer::step() {
 void Optimizer::step(std::vector<Tensor>& also) {
   std::vector<Update> ups = updates();
   std::vector<Tensor> values = also;
-  values.reserve(values.size() + ups.size());
+  values.reserve(values.size() + ups.size() + params.size());
   for (const Update& u : ups) values.push_back(u.second);
   // One schedule for the whole step (and the caller's loss): every new value reads the old
-  // parameters, so nothing may be assigned before all of them are computed.
+  // parameters, so nothing may be assigned before all of them are computed. The buffers (tensors
+  // that need no grad) go along, realized in place.
+  for (const Tensor& p : params)
+    if (!p.requires_grad()) values.push_back(p);
   Tensor::realize_all(values);
   for (size_t i = 0; i < also.size(); ++i) also[i] = values[i];
   for (size_t i = 0; i < ups.size(); ++i) ups[i].first.assign(values[also.size() + i]);
@@ -72,7 +81,7 @@ SGD::SGD(std::vector<Tensor> params_, double lr_, double momentum_, double weigh
       nesterov(nesterov_) {
   if (nesterov && momentum <= 0) throw Error("SGD: nesterov momentum requires momentum > 0");
   if (momentum != 0)
-    for (const Tensor& p : params) buf_.push_back(p.zeros_like().contiguous().realize());
+    for (const Tensor& p : params) buf_.push_back(state_like(p));
 }
 
 std::vector<Optimizer::Update> SGD::updates() {
@@ -103,8 +112,8 @@ AdamW::AdamW(std::vector<Tensor> params_, double lr_, double b1_, double b2_, do
       weight_decay(weight_decay_),
       t(Tensor::zeros({}, dtypes::float32, device()).contiguous().realize()) {
   for (const Tensor& p : params) {
-    m.push_back(p.zeros_like().contiguous().realize());
-    v.push_back(p.zeros_like().contiguous().realize());
+    m.push_back(state_like(p));
+    v.push_back(state_like(p));
   }
 }
 
