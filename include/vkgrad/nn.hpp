@@ -132,8 +132,9 @@ namespace optim {
 // An optimizer owns handles to its parameters and its state tensors (momentum buffers, moments,
 // the step count). step() builds every new value lazily, realizes them all in one schedule (one
 // command buffer on Vulkan) and assign()s them, so a step is one batch of kernels and replays
-// under vkgrad::Jit, which carries assigned state from replay to replay. Parameters without a
-// grad are left alone. Tensors in `params` that do not require grad (a model's whole state():
+// under vkgrad::Jit, which carries assigned state from replay to replay. A parameter without a
+// grad (no backward reached it) makes step() throw Error naming it, before anything is updated.
+// Tensors in `params` that do not require grad (a model's whole state():
 // BatchNorm's running statistics, its batch count) are buffers, as in tinygrad: never updated by
 // the optimizer, of any dtype, but realized in every step's schedule, so the assign()s a training
 // forward made to them run with the step instead of chaining lazily from step to step. The other
