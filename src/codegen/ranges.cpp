@@ -90,9 +90,13 @@ bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b) {
                      [&](const UOp& idx) { return mentions(idx, a) && !mentions(idx, b); });
 }
 
-bool steps_by_one(const UOp& idx, const UOp& r) {
-  return simplify(substitute(idx, {{r, r + 1}}) - idx).is_const(1);
+std::optional<int64_t> stride_along(const UOp& idx, const UOp& r) {
+  const UOp d = simplify(substitute(idx, {{r, r + 1}}) - idx);
+  if (!d.is_const()) return std::nullopt;
+  return d.arg_as<int64_t>();
 }
+
+bool steps_by_one(const UOp& idx, const UOp& r) { return stride_along(idx, r) == 1; }
 
 bool contiguous_along(const RangeInfo& info, const UOp& r) {
   return std::any_of(info.load_indices.begin(), info.load_indices.end(),

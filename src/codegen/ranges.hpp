@@ -3,6 +3,7 @@
 // ir.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "ir/uop.hpp"
@@ -33,6 +34,8 @@ bool has_reuse(const RangeInfo& info, const UOp& g);
 bool reuses_product(const UOp& ast, const UOp& g);
 // Some load that mentions `a` ignores `b`: upcasting both reuses loads along either.
 bool reuses_across(const RangeInfo& info, const UOp& a, const UOp& b);
+// How much the index expression grows as `r` steps by one, where that is a constant.
+std::optional<int64_t> stride_along(const UOp& idx, const UOp& r);
 // The index expression grows by exactly 1 as `r` steps by one.
 bool steps_by_one(const UOp& idx, const UOp& r);
 // Some load reads consecutive elements as `r` steps by one (steps_by_one of its index).

@@ -32,13 +32,8 @@ size_t run_ranges(const UOp& x, const std::vector<UOp>& w) {
       for (size_t i = 2; i < u.src().size(); ++i)
         if (dep.count(u.src(i))) return false;  // a gate
       const UOp& idx = u.src(1);
-      auto stride = [&](const UOp& r) -> std::optional<int64_t> {
-        const UOp d = simplify(substitute(idx, {{r, r + 1}}) - idx);
-        if (!d.is_const()) return std::nullopt;
-        return d.arg_as<int64_t>();
-      };
       for (size_t i = w.size() - 1; i > from; --i) {
-        const auto inner = stride(w[i]), outer = stride(w[i - 1]);
+        const auto inner = stride_along(idx, w[i]), outer = stride_along(idx, w[i - 1]);
         if (!inner || !outer || *outer != *inner * range_size(w[i])) return false;
       }
     }

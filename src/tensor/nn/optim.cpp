@@ -5,6 +5,8 @@
 #include <vector>
 #include <vkgrad/nn.hpp>
 
+#include "tensor/tensor_impl.hpp"
+
 namespace vkgrad::nn::optim {
 namespace {
 
@@ -47,13 +49,10 @@ void Optimizer::step() {
 void Optimizer::step(std::vector<Tensor>& also) {
   // A parameter no backward reached is an error, as in tinygrad, before anything is built.
   for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].requires_grad() && !params[i].grad()) {
-      std::string shape;
-      for (const int64_t n : params[i].shape())
-        shape += (shape.empty() ? "" : ", ") + std::to_string(n);
-      throw Error("optimizer: parameter " + std::to_string(i) + " of shape (" + shape +
-                  ") has no gradient (no backward reached it); nothing was updated");
-    }
+    if (params[i].requires_grad() && !params[i].grad())
+      throw Error("optimizer: parameter " + std::to_string(i) + " of shape " +
+                  tensor::shape_str(params[i].shape()) +
+                  " has no gradient (no backward reached it); nothing was updated");
   std::vector<Update> ups = updates();
   std::vector<Tensor> values = also;
   values.reserve(values.size() + ups.size() + params.size());
