@@ -4,10 +4,11 @@
 // kernels get nothing, unless their innermost axes are shorter than 8: those are upcast whole, up
 // to 16 values; unrolling a long fused chain would only multiply the compile time):
 //   a large float32 matmul-like kernel on a target with a GEMM lowering: GEMM; a stride-1 3 x 3
-//                convolution with at least kWinogradMinTiles 2 x 2 output tiles per image as
-//                Winograd F(2 x 2, 3 x 3), GEMM(3, 0) (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms;
-//                ResNet-18's 56 x 56 convs 1.55 -> 1.33 ms; at 14 x 14 with 256 channels it
-//                lost, 4.0 -> 5.6 ms: the weights' transform, per call, outweighs 49 tiles);
+//                convolution with at least Target::winograd_min_tiles 2 x 2 output tiles per
+//                image (a 32 x 32 output; Zen 4's 28 x 28) as Winograd F(2 x 2, 3 x 3), GEMM(3, 0)
+//                (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms; ResNet-18's 56 x 56 convs 1.55 -> 1.33
+//                ms; at 14 x 14 with 256 channels it lost, 4.0 -> 5.6 ms: the weights' transform,
+//                per call, outweighs 49 tiles);
 //   matmul-like (a loaded factor of a summed product ignores the innermost output axis:
 //                reuses_product; a bias added before a row's sum does not make a LayerNorm's
 //                mean one): a register tile, the innermost output axis by 32, 16 or 8 (one
@@ -64,8 +65,6 @@
 namespace vkgrad {
 namespace {
 
-// Winograd's 2 x 2 output tiles per image, at least (a 32 x 32 output).
-constexpr int64_t kWinogradMinTiles = 256;
 // Outputs that share one evaluation of a kernel's dividing index math (costly_index_math).
 constexpr int64_t kSharedIndexValues = 16;
 // Nodes in a kernel short enough to be copied per upcast value on a device that runs on the CPU.
@@ -79,7 +78,7 @@ int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
 
 std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
   if (const auto plan = plan_gemm(ast, target))
-    return {{OptOp::GEMM, winograd_tiles(*plan) >= kWinogradMinTiles ? 3 : 0, 0}};
+    return {{OptOp::GEMM, winograd_tiles(*plan) >= target.winograd_min_tiles ? 3 : 0, 0}};
   const RangeInfo info = collect_ranges(ast);
   const int G = static_cast<int>(info.globals.size()), R = static_cast<int>(info.reduces.size());
   if (info.reduces.empty()) {
@@ -97,7 +96,14 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
     return opts;
   }
   std::vector<Opt> opts;
-  if (G > 0) {
+  // A matrix-vector product (a classifier at batch 1): the matrix read along the reduction,
+  // nothing summed along the output axis. A register tile over that axis would read rows a
+  // matrix row apart with a scalar multiply-add each; split accumulators along the reduction
+  // (below) read vectors (MobileNetV2's r_1000_1280 0.209 -> 0.155 ms in the forward).
+  const bool matvec = G > 0 && R == 1 && !summed_contiguous_along(info, info.globals.back()) &&
+                      summed_contiguous_along(info, info.reduces.back()) &&
+                      range_size(info.reduces.back()) >= 16 * 32;
+  if (G > 0 && !matvec) {
     const UOp& last = info.globals.back();
     if (const int64_t f = pick_factor(range_size(last), {32, 16, 8});
         f > 1 && reuses_product(ast, last)) {

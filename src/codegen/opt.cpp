@@ -186,14 +186,15 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
 
 std::string target_key(const Target& t) {
   return fmt::format(
-      "{} v{}x{} l1 {} l2 {} panel {} gemm {} rows {} threads {} local {} tiles {} grid {} cpu {} "
+      "{} v{}x{} l1 {} l2 {} panel {} gemm {} rows {} winograd {} threads {} local {} tiles {} "
+      "grid {} cpu {} "
       "subgroup "
       "{} {} "
       "wg {} {},{},{} groups {},{},{} shared {} push {} s8 {} s16 {} i64 {} f64 {} native {}{}{} "
       "{}{}{} narrowing {} widening {} nan {} div {} fma {} fill {}",
       t.language == Target::Language::c ? "c" : "glsl", t.vector_floats, t.vector_registers,
-      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.threads, t.local_memory,
-      t.shared_tiles, t.grid, t.cpu_device, t.subgroup_size, t.subgroup_arithmetic,
+      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.winograd_min_tiles, t.threads,
+      t.local_memory, t.shared_tiles, t.grid, t.cpu_device, t.subgroup_size, t.subgroup_arithmetic,
       t.max_workgroup_invocations, t.max_workgroup_size[0], t.max_workgroup_size[1],
       t.max_workgroup_size[2], t.max_group_count[0], t.max_group_count[1], t.max_group_count[2],
       t.max_shared_bytes, t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64,

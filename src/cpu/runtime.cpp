@@ -331,8 +331,13 @@ Target host_target() {
 Target tuned_host_target() {
   Target t = host_target();
   // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
-  // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms).
-  if (amd_family() == 0x19) t.gemm_rows = 8;
+  // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms),
+  // and with multiply-adds at half AVX-512's rate Winograd pays from a 28 x 28 output
+  // (ResNet-18's three 128-channel convs there 3.84 -> 2.74 ms; at 14 x 14 it still does not).
+  if (amd_family() == 0x19) {
+    t.gemm_rows = 8;
+    t.winograd_min_tiles = 14 * 14;
+  }
   return t;
 }
 

@@ -155,6 +155,18 @@ TEST(Opt, HeuristicsPerTarget) {
                                                        {OptOp::LOCAL, 1, 6}}));
   const UOp big = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
   EXPECT_EQ(heuristic_opts(big, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
+  // A stride-1 3 x 3 convolution runs as Winograd from the target's tiles per image: a 28 x 28
+  // output has 196.
+  const UOp conv28 =
+      scheduled_kernel(input({1, 64, 28, 28}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(conv28, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
+  Target zen4 = cpu;
+  zen4.winograd_min_tiles = 14 * 14;
+  EXPECT_EQ(heuristic_opts(conv28, zen4), (std::vector<Opt>{{OptOp::GEMM, 3, 0}}));
+  // A classifier at batch 1 (the weight read along k): split accumulators along k, not a
+  // register tile over rows of the weight.
+  const UOp matvec = scheduled_kernel(input({1, 1280}).matmul(input({1000, 1280}).transpose()));
+  EXPECT_EQ(heuristic_opts(matvec, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
   const UOp rows = scheduled_kernel(input({4, 4096}).sum(1));
   EXPECT_EQ(heuristic_opts(rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
   EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
