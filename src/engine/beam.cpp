@@ -186,11 +186,12 @@ class Search {
            seconds)
       rt_.run(batch, nullptr);
   }
-  // The kernel's time, or nothing when it is dropped (too slow, or another output).
+  // The kernel's time, or nothing when it is dropped (another output, or too slow). The output
+  // is checked after the first run, before any limit applies: every candidate that runs is
+  // compared with the heuristics' kernel.
   std::optional<double> measure(const CompiledKernel& k, const std::vector<Opt>& opts,
                                 double limit) {
-    const std::optional<double> t = time(k, limit);
-    if (!t) return std::nullopt;
+    const double first = run_alone(k);
     std::vector<uint8_t> out = output();
     {
       std::lock_guard lock(g_hook_mu);
@@ -202,7 +203,7 @@ class Search {
                      to_string(opts).c_str());
       return std::nullopt;
     }
-    return t;
+    return time_after(k, first, limit);
   }
 
  private:
@@ -211,12 +212,21 @@ class Search {
   // down, and a lone dispatch then times several times slower than in a forward); nothing when
   // the first run exceeds twice `limit` or the minimum exceeds it (0: no limit).
   std::optional<double> time(const CompiledKernel& k, double limit) {
+    return time_after(k, run_alone(k), limit);
+  }
+  double run_alone(const CompiledKernel& k) {
+    const KernelLaunch launch{&k, bufs_};
+    std::vector<double> seconds;
+    rt_.run({&launch, 1}, &seconds);
+    return seconds.empty() ? 0 : seconds[0];
+  }
+  std::optional<double> time_after(const CompiledKernel& k, double first, double limit) {
+    if (limit > 0 && first > 2 * limit) return std::nullopt;
     const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
-    rt_.run({launches.data(), 1}, &seconds);
-    if (limit > 0 && !seconds.empty() && seconds[0] > 2 * limit) return std::nullopt;
     rt_.run(launches, &seconds);
-    const double best = seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
+    const double best = std::min(
+        first, seconds.empty() ? first : *std::min_element(seconds.begin(), seconds.end()));
     if (limit > 0 && best > limit) return std::nullopt;
     return best;
   }
