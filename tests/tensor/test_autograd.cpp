@@ -356,6 +356,23 @@ TEST_P(AutogradTest, Pooling) {
                   [](const Inputs& t) { return t[0].avg_pool2d(3, 2, 1); });
 }
 
+// A max pool's windows overlap: the gradient at its windows (which element is the maximum,
+// shared among ties) is realized once, at the windows' size, and the fold back onto the input
+// reads it; a max over a tensor's own elements keeps its gradient fused.
+TEST_P(AutogradTest, AMaxPoolsWindowGradientIsRealizedBeforeItsFold) {
+  Tensor x = Tensor::rand({2, 3, 8, 8}, dtypes::float32, dev()).requires_grad_();
+  x.max_pool2d(3, 2, 1).sum().backward();
+  bool windows = false;
+  for (const KernelInfo& k : grad_of(x).schedule())
+    windows = windows || k.global_size == Shape{2, 3, 4, 4, 3, 3};
+  EXPECT_TRUE(windows);
+  Tensor y = Tensor::rand({4, 8}, dtypes::float32, dev()).realize().requires_grad_();
+  (y * 2.0).max(1).sum().backward();
+  int full = 0;  // kernels writing (4, 8): the gradient alone, the product's chain rule fused in
+  for (const KernelInfo& k : grad_of(y).schedule()) full += k.global_size == Shape{4, 8};
+  EXPECT_EQ(full, 1);
+}
+
 TEST_P(AutogradTest, Normalization) {
   check_gradients("layernorm", {{{3, 5}}}, [](const Inputs& t) { return t[0].layernorm(); });
   check_gradients("layernorm axes", {{{2, 3, 4}}}, [](const Inputs& t) {
