@@ -44,6 +44,13 @@ size_t run_ranges(const UOp& x, const std::vector<UOp>& w) {
   return 1;
 }
 
+// Some load in `x` reads consecutive elements as `r` steps by one.
+bool reads_along(const UOp& x, const UOp& r) {
+  for (const UOp& u : toposort(x))
+    if (u.op() == Ops::INDEX && steps_by_one(u.src(1), r)) return true;
+  return false;
+}
+
 }  // namespace
 
 void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
@@ -119,8 +126,9 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
   // (an input row) as contiguous, masked where a pad is, instead of as a gather.
   auto pack = [&](const UOp& x, const std::string& panel, int64_t width, const std::string& ws,
                   const std::string& ks, const std::vector<UOp>& w_ranges,
-                  const std::string& w_flat, const std::string& bind_k) {
+                  const std::string& w_flat, const std::string& k_off) {
     const int base = depth;
+    const std::string k_flat = k_off.empty() ? "kk" : k_off + " + kk";
     auto body = [&] {
       Names names;
       print(values_of({x}, topo_), depth, out, names);
@@ -131,22 +139,12 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
       line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
       close_to(depth - 1);
     };
-    if (w_ranges.size() <= 1) {
-      open("kk", "0", ks);
-      line(depth, bind_k);
-      open("w", "0", ws);
-      line(depth, bind(w_ranges, w_flat));
-      body();
-      close_to(depth - 1);
-      zero_fill();
-      close_to(base);
-      return;
-    }
-    const UOp& inner = w_ranges.back();
-    const std::vector<UOp> outer(w_ranges.begin(), w_ranges.end() - 1);
-    // The innermost ranges that x reads as one run (a weight's c, ky, kx; an image's y, x) make
-    // one segment: its innermost range steps past its size.
-    const size_t run = run_ranges(x, w_ranges);
+    // Several w ranges are walked in segments: seg_w[s] .. seg_w[s + 1] of the panel, the
+    // innermost range from seg_in[s], the outer ranges' values in seg_<range>[s]. The innermost
+    // ranges that x reads as one run (a weight's c, ky, kx; an image's y, x) make one segment:
+    // its innermost range steps past its size.
+    const bool segmented = w_ranges.size() > 1;
+    const size_t run = segmented ? run_ranges(x, w_ranges) : 1;
     int64_t run_size = 1;
     std::string run_pos;
     for (size_t i = w_ranges.size() - run; i < w_ranges.size(); ++i) {
@@ -155,34 +153,82 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
                                 : fmt::format("({} * {} + {})", run_pos, range_size(w_ranges[i]),
                                               name_of(w_ranges[i]));
     }
-    // The segments: seg_w[s] .. seg_w[s + 1] of the panel, the innermost range from seg_in[s],
-    // the outer ranges' values in seg_<range>[s].
-    line(depth, fmt::format("int64_t seg_w[{}], seg_in[{}];", width + 1, width));
-    for (const UOp& r : outer) line(depth, fmt::format("int64_t seg_{}[{}];", name_of(r), width));
-    line(depth, "int64_t nseg = 0;");
-    line(depth++, fmt::format("for (int64_t w = 0; w < {}; nseg++) {{", ws));
-    line(depth, bind(w_ranges, w_flat));
-    line(depth, fmt::format("seg_w[nseg] = w; seg_in[nseg] = {};", name_of(inner)));
-    for (const UOp& r : outer) line(depth, fmt::format("seg_{0}[nseg] = {0};", name_of(r)));
-    if (run == w_ranges.size())
-      line(depth, "w = " + ws + ";");
-    else
+    const UOp inner = w_ranges.empty() ? UOp{} : w_ranges.back();
+    const std::vector<UOp> outer(w_ranges.begin(), w_ranges.end() - (w_ranges.empty() ? 0 : 1));
+    if (segmented) {
+      line(depth, fmt::format("int64_t seg_w[{}], seg_in[{}];", width + 1, width));
+      for (const UOp& r : outer) line(depth, fmt::format("int64_t seg_{}[{}];", name_of(r), width));
+      line(depth, "int64_t nseg = 0;");
+      line(depth++, fmt::format("for (int64_t w = 0; w < {}; nseg++) {{", ws));
+      line(depth, bind(w_ranges, w_flat));
+      line(depth, fmt::format("seg_w[nseg] = w; seg_in[nseg] = {};", name_of(inner)));
+      for (const UOp& r : outer) line(depth, fmt::format("seg_{0}[nseg] = {0};", name_of(r)));
+      if (run == w_ranges.size())
+        line(depth, "w = " + ws + ";");
+      else
+        line(depth,
+             fmt::format("w += {0} - {1} < {2} - w ? {0} - {1} : {2} - w;", run_size, run_pos, ws));
+      close_to(base);
+      line(depth, "seg_w[nseg] = " + ws + ";");
+    }
+    // Each w of the panel (or of a segment), its ranges bound.
+    auto open_w = [&] {
+      if (!segmented) {
+        open("w", "0", ws);
+        line(depth, bind(w_ranges, w_flat));
+        return;
+      }
+      open("sg", "0", "nseg");
+      std::string bind_outer;
+      for (const UOp& r : outer)
+        bind_outer += fmt::format("const int64_t {0} = seg_{0}[sg]; ", name_of(r));
+      line(depth, bind_outer + "const int64_t w0 = seg_w[sg], in0 = seg_in[sg];");
+      open("i", "0", "seg_w[sg + 1] - w0");
       line(depth,
-           fmt::format("w += {0} - {1} < {2} - w ? {0} - {1} : {2} - w;", run_size, run_pos, ws));
-    close_to(base);
-    line(depth, "seg_w[nseg] = " + ws + ";");
+           fmt::format("const int64_t {} = in0 + i; const int64_t w = w0 + i;", name_of(inner)));
+    };
+    // k-major where x reads along k's innermost range and along w in short runs only (a weight
+    // gradient's B: the image read along its columns, the panel's width across its channels and
+    // taps in runs of 3): each w walks a block of that range, its reads contiguous and its stores
+    // within the block's rows of the panel, instead of each kk gathering across the width in
+    // segments of 3 (ResNet-18's r_64_64_3_3_16_16_16 spent half its time packing B).
+    const UOp& k_in = p.k.back();
+    const int64_t k_block = range_size(k_in);
+    const bool k_major = !w_ranges.empty() && k_block >= 8 && k_block <= 64 &&
+                         (k_off.empty() || p.kc % k_block == 0) && reads_along(x, k_in) &&
+                         (!reads_along(x, inner) || (segmented ? run_size : range_size(inner)) < 4);
+    if (k_major) {
+      const std::vector<UOp> k_outer(p.k.begin(), p.k.end() - 1);
+      open("kb", "0", ks, std::to_string(k_block));
+      if (!k_outer.empty())
+        line(depth, bind(k_outer, fmt::format("({}{}) / {}", k_off.empty() ? "" : k_off + " + ",
+                                              "kb", k_block)));
+      const int kb_depth = depth;
+      line(depth, fmt::format("float kt[{}];", width * k_block));
+      open_w();
+      out += kVectorize;
+      open("t", "0", std::to_string(k_block));
+      line(depth, fmt::format("const int64_t {} = t;", name_of(k_in)));
+      {
+        Names names;
+        print(values_of({x}, topo_), depth, out, names);
+        line(depth, fmt::format("kt[w * {} + t] = {};", k_block, operand(x, names)));
+      }
+      close_to(kb_depth);
+      open("t", "0", std::to_string(k_block));
+      open("w", "0", ws);
+      line(depth, fmt::format("{}[(kb + t) * {} + w] = kt[w * {} + t];", panel, width, k_block));
+      close_to(base);
+      open("kk", "0", ks);
+      zero_fill();
+      close_to(base);
+      return;
+    }
     open("kk", "0", ks);
-    line(depth, bind_k);
-    open("sg", "0", "nseg");
-    std::string bind_outer;
-    for (const UOp& r : outer)
-      bind_outer += fmt::format("const int64_t {0} = seg_{0}[sg]; ", name_of(r));
-    line(depth, bind_outer + "const int64_t w0 = seg_w[sg], in0 = seg_in[sg];");
-    open("i", "0", "seg_w[sg + 1] - w0");
-    line(depth,
-         fmt::format("const int64_t {} = in0 + i; const int64_t w = w0 + i;", name_of(inner)));
+    line(depth, bind(p.k, k_flat));
+    open_w();
     body();
-    close_to(depth - 2);
+    close_to(depth - (segmented ? 2 : 1));
     zero_fill();
     close_to(base);
   };
@@ -264,7 +310,7 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     open("jr", "0", "nc", std::to_string(p.nr));
     clamp("nr", "nc - jr", p.nr);
     line(depth, fmt::format("float* restrict pb = pack_b + jr * {};", K));
-    pack(p.b, "pb", p.nr, "nr", std::to_string(K), p.n, "jc + jr + w", bind(p.k, "kk"));
+    pack(p.b, "pb", p.nr, "nr", std::to_string(K), p.n, "jc + jr + w", "");
     close_to(depth - 1);
   }
   open("ic", "m_lo", "m_hi", std::to_string(p.mc));
@@ -276,7 +322,7 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
     open("ir", "0", "mc", std::to_string(p.mr));
     clamp("mr", "mc - ir", p.mr);
     line(depth, "float* restrict pa = pack_a + ir * kc;");
-    pack(p.a, "pa", p.mr, "mr", "kc", p.m, "ic + ir + w", bind(p.k, "pc + kk"));
+    pack(p.a, "pa", p.mr, "mr", "kc", p.m, "ic + ir + w", "pc");
     close_to(depth - 1);
   }
   // The micro kernel: mr x (nr / V) vectors of accumulators.

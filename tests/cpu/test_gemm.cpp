@@ -506,6 +506,40 @@ TEST(Gemm, AWeightReadAlongItsChannelsAndTapsPacksAsOneRun) {
   expect_near(out, want);
 }
 
+TEST(Gemm, AWeightGradientPacksItsImageAlongK) {
+  // A 3 x 3 convolution's weight gradient (autograd's): dw[o, c, ky, kx] = sum_{b, y, x}
+  // g[b, o, y, x] x[b, c, y + ky - 1, x + kx - 1]. k is (b, y, x); B, the image, is read along x
+  // (k's innermost range) and across the columns c, ky, kx only in runs of 3 taps, so its panel
+  // is packed k-major through a block of x (kt[...]). Against double precision.
+  constexpr int64_t B = 4, O = 24, C = 20, H = 12, W = 16;
+  const std::vector<float> x = random_floats(B * C * H * W, 71),
+                           g = random_floats(B * O * H * W, 72);
+  const Tensor xt = Tensor::from_vector(x, {B, C, H, W}, {}, "CPU");
+  const Tensor gt = Tensor::from_vector(g, {B, O, H, W}, {}, "CPU");
+  Tensor w = Tensor::zeros({O, C, 3, 3}, dtypes::float32, "CPU").requires_grad_();
+  (xt.conv2d(w, {}, 1, 1) * gt).sum().backward();
+  const Tensor dw = *w.grad();
+  std::vector<double> want(static_cast<size_t>(O * C * 9), 0.0);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t t = 0; t < 9; ++t) {
+        double acc = 0;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t y = 0; y < H; ++y)
+            for (int64_t xx = 0; xx < W; ++xx) {
+              const int64_t iy = y + t / 3 - 1, ix = xx + t % 3 - 1;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              acc += static_cast<double>(g[static_cast<size_t>(((b * O + o) * H + y) * W + xx)]) *
+                     x[static_cast<size_t>(((b * C + c) * H + iy) * W + ix)];
+            }
+        want[static_cast<size_t>((o * C + c) * 9 + t)] = acc;
+      }
+  const std::string src = rendered(dw, true);
+  EXPECT_NE(src.find("pack_a"), std::string::npos) << src;
+  EXPECT_NE(src.find("float kt["), std::string::npos) << src;
+  expect_near(dw, want);
+}
+
 TEST(Gemm, GroupedConvolutionsAreABatchOfGemms) {
   // relu(conv2d(x, w, bias, groups = 4) * 0.5): each group's output channels are a range of
   // their own beside the group's (r_4_24_28_28_..., not r_96_28_28_... reading the group as a
