@@ -4,8 +4,9 @@
 // kernels get nothing, unless their innermost axes are shorter than 8: those are upcast whole, up
 // to 16 values; unrolling a long fused chain would only multiply the compile time):
 //   a large float32 matmul-like kernel on a target with a GEMM lowering: GEMM; a stride-1 3 x 3
-//                convolution with at least Target::winograd_min_tiles 2 x 2 output tiles per
-//                image (a 32 x 32 output; Zen 4's 28 x 28) as Winograd F(2 x 2, 3 x 3), GEMM(3, 0)
+//                convolution with at least Target::winograd_min_tiles 2 x 2 output tiles in its
+//                batch (one 32 x 32 output; Zen 4's 28 x 28), 64 per image at least (16 x 16),
+//                as Winograd F(2 x 2, 3 x 3), GEMM(3, 0)
 //                (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms; ResNet-18's 56 x 56 convs 1.55 -> 1.33
 //                ms; at 14 x 14 with 256 channels it lost, 4.0 -> 5.6 ms: the weights' transform,
 //                per call, outweighs 49 tiles);
@@ -65,6 +66,8 @@
 namespace vkgrad {
 namespace {
 
+// Winograd's 2 x 2 output tiles per image, at least (a 16 x 16 output).
+constexpr int64_t kWinogradMinImageTiles = 64;
 // Outputs that share one evaluation of a kernel's dividing index math (costly_index_math).
 constexpr int64_t kSharedIndexValues = 16;
 // Nodes in a kernel short enough to be copied per upcast value on a device that runs on the CPU.
@@ -77,8 +80,15 @@ int64_t pick_factor(int64_t size, std::initializer_list<int64_t> options) {
 }
 
 std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
-  if (const auto plan = plan_gemm(ast, target))
-    return {{OptOp::GEMM, winograd_tiles(*plan) >= target.winograd_min_tiles ? 3 : 0, 0}};
+  if (const auto plan = plan_gemm(ast, target)) {
+    // The weights' transform, once per call, is shared by every image's tiles; each image's
+    // own transforms pay from a 16 x 16 output (a training batch of 16 at 16 x 16: 6.4 -> 4.5
+    // ms; at 8 x 8 it lost, 6.2 -> 8.1).
+    const int64_t tiles = winograd_tiles(*plan);
+    const bool winograd = tiles >= kWinogradMinImageTiles &&
+                          tiles * prod_sizes(plan->batch) >= target.winograd_min_tiles;
+    return {{OptOp::GEMM, winograd ? 3 : 0, 0}};
+  }
   const RangeInfo info = collect_ranges(ast);
   const int G = static_cast<int>(info.globals.size()), R = static_cast<int>(info.reduces.size());
   if (info.reduces.empty()) {

@@ -25,9 +25,9 @@ struct Target {
   // Rows of the GEMM's register tile; 0: what the vector registers hold beside a few for the
   // other operand and addresses.
   int gemm_rows = 0;
-  // A stride-1 3 x 3 convolution over at least this many 2 x 2 output tiles per image runs as
-  // Winograd F(2 x 2, 3 x 3) (Opt GEMM(3, r)): 2.25x fewer multiply-adds for transforms that
-  // pay where multiply-adds are dear.
+  // A stride-1 3 x 3 convolution over at least this many 2 x 2 output tiles, its batch's images
+  // together, runs as Winograd F(2 x 2, 3 x 3) (Opt GEMM(3, r)): 2.25x fewer multiply-adds for
+  // transforms that pay where multiply-adds are dear.
   int64_t winograd_min_tiles = 256;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.

@@ -163,6 +163,14 @@ TEST(Opt, HeuristicsPerTarget) {
   Target zen4 = cpu;
   zen4.winograd_min_tiles = 14 * 14;
   EXPECT_EQ(heuristic_opts(conv28, zen4), (std::vector<Opt>{{OptOp::GEMM, 3, 0}}));
+  // A batch's images together: 16 of 16 x 16 (64 tiles each) run as Winograd, 16 of 8 x 8 (16
+  // each) do not.
+  const UOp conv16 =
+      scheduled_kernel(input({16, 64, 16, 16}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(conv16, cpu), (std::vector<Opt>{{OptOp::GEMM, 3, 0}}));
+  const UOp conv8 =
+      scheduled_kernel(input({16, 128, 8, 8}).conv2d(input({128, 128, 3, 3}), {}, 1, 1));
+  EXPECT_EQ(heuristic_opts(conv8, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
   // A classifier at batch 1 (the weight read along k): split accumulators along k, not a
   // register tile over rows of the weight.
   const UOp matvec = scheduled_kernel(input({1, 1280}).matmul(input({1000, 1280}).transpose()));
