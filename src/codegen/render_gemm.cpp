@@ -128,15 +128,18 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
                   const std::string& ks, const std::vector<UOp>& w_ranges,
                   const std::string& w_flat, const std::string& k_off) {
     const int base = depth;
-    const std::string k_flat = k_off.empty() ? "kk" : k_off + " + kk";
-    auto body = [&] {
+    const std::string panel_at_kk = fmt::format("{}[kk * {} + w]", panel, width);
+    // The flat k at a loop variable (k_off + it: A's block starts at pc).
+    auto k_at = [&](const std::string& v) { return k_off.empty() ? v : k_off + " + " + v; };
+    // x evaluated at the bound ranges, stored to `dest`.
+    auto body = [&](const std::string& dest) {
       Names names;
       print(values_of({x}, topo_), depth, out, names);
-      line(depth, fmt::format("{}[kk * {} + w] = {};", panel, width, operand(x, names)));
+      line(depth, fmt::format("{} = {};", dest, operand(x, names)));
     };
     auto zero_fill = [&] {
       open("w", ws, std::to_string(width));
-      line(depth, fmt::format("{}[kk * {} + w] = 0.0f;", panel, width));
+      line(depth, panel_at_kk + " = 0.0f;");
       close_to(depth - 1);
     };
     // Several w ranges are walked in segments: seg_w[s] .. seg_w[s + 1] of the panel, the
@@ -201,19 +204,14 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
       const std::vector<UOp> k_outer(p.k.begin(), p.k.end() - 1);
       open("kb", "0", ks, std::to_string(k_block));
       if (!k_outer.empty())
-        line(depth, bind(k_outer, fmt::format("({}{}) / {}", k_off.empty() ? "" : k_off + " + ",
-                                              "kb", k_block)));
+        line(depth, bind(k_outer, fmt::format("({}) / {}", k_at("kb"), k_block)));
       const int kb_depth = depth;
       line(depth, fmt::format("float kt[{}];", width * k_block));
       open_w();
       out += kVectorize;
       open("t", "0", std::to_string(k_block));
       line(depth, fmt::format("const int64_t {} = t;", name_of(k_in)));
-      {
-        Names names;
-        print(values_of({x}, topo_), depth, out, names);
-        line(depth, fmt::format("kt[w * {} + t] = {};", k_block, operand(x, names)));
-      }
+      body(fmt::format("kt[w * {} + t]", k_block));
       close_to(kb_depth);
       open("t", "0", std::to_string(k_block));
       open("w", "0", ws);
@@ -225,9 +223,9 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
       return;
     }
     open("kk", "0", ks);
-    line(depth, bind(p.k, k_flat));
+    line(depth, bind(p.k, k_at("kk")));
     open_w();
-    body();
+    body(panel_at_kk);
     close_to(depth - (segmented ? 2 : 1));
     zero_fill();
     close_to(base);

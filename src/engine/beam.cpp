@@ -225,8 +225,8 @@ class Search {
     const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
     rt_.run(launches, &seconds);
-    const double best = std::min(
-        first, seconds.empty() ? first : *std::min_element(seconds.begin(), seconds.end()));
+    double best = first;
+    for (const double t : seconds) best = std::min(best, t);
     if (limit > 0 && best > limit) return std::nullopt;
     return best;
   }

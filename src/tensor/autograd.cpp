@@ -235,12 +235,7 @@ Tensor prod_gradient(const Tensor& x, const Tensor& g, const std::vector<int64_t
 bool views_repeatedly(const UOp& u, Context& c) {
   UOp base = u;
   while (is_movement(base.op())) base = base.src(0);
-  auto elements = [&](const UOp& v) {
-    int64_t n = 1;
-    for (int64_t d : c.shapes(v)) n *= d;
-    return n;
-  };
-  return base != u && elements(base) < elements(u);
+  return base != u && lazy::prod_max(c.shapes(base)) < lazy::prod_max(c.shapes(u));
 }
 
 Grads gradient(const UOp& u, const Tensor& g, Context& c) {
