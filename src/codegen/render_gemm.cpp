@@ -190,16 +190,17 @@ void CRenderer::render_gemm(const GemmPlan& p, std::string& out, int buffers) {
       line(depth,
            fmt::format("const int64_t {} = in0 + i; const int64_t w = w0 + i;", name_of(inner)));
     };
-    // k-major where x reads along k's innermost range and along w in short runs only (a weight
-    // gradient's B: the image read along its columns, the panel's width across its channels and
-    // taps in runs of 3): each w walks a block of that range, its reads contiguous and its stores
-    // within the block's rows of the panel, instead of each kk gathering across the width in
-    // segments of 3 (ResNet-18's r_64_64_3_3_16_16_16 spent half its time packing B).
+    // k-major where x reads along k's innermost range and w is walked in segments shorter than 4
+    // (a weight gradient's B: the image read along its columns, the panel's width across its
+    // channels and taps in runs of 3): each w walks a block of that range, its reads contiguous
+    // and its stores within the block's rows of the panel, instead of each kk gathering across the
+    // width in segments of 3 (ResNet-18's r_64_64_3_3_16_16_16 spent half its time packing B). An
+    // operand walked along one w range (a 1 x 1 convolution's weights, a weight gradient's A)
+    // keeps the k-inner loop: k-major was 3-15% slower there.
     const UOp& k_in = p.k.back();
     const int64_t k_block = range_size(k_in);
-    const bool k_major = !w_ranges.empty() && k_block >= 8 && k_block <= 64 &&
-                         (k_off.empty() || p.kc % k_block == 0) && reads_along(x, k_in) &&
-                         (!reads_along(x, inner) || (segmented ? run_size : range_size(inner)) < 4);
+    const bool k_major = segmented && run_size < 4 && k_block >= 8 && k_block <= 64 &&
+                         (k_off.empty() || p.kc % k_block == 0) && reads_along(x, k_in);
     if (k_major) {
       const std::vector<UOp> k_outer(p.k.begin(), p.k.end() - 1);
       open("kb", "0", ks, std::to_string(k_block));
