@@ -172,6 +172,7 @@ const PatternMatcher pm_spec({
                          Ops::CONTIGUOUS,
                          Ops::CONTIGUOUS_BACKWARD,
                          Ops::DETACH,
+                         Ops::GRAD_RULE,
                          Ops::COPY,
                          Ops::ASSIGN,
                          Ops::VIEW,

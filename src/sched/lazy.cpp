@@ -210,7 +210,7 @@ Shape infer(const UOp& u, const std::vector<const Shape*>& in) {
     default:
       if (in.empty())
         throw InternalError(fmt::format("shape_of: no shape for {}", op_name(u.op())));
-      return *in[0];  // elementwise, CAST, BITCAST, CONTIGUOUS, DETACH, FLIP, ...
+      return *in[0];  // elementwise, CAST, BITCAST, CONTIGUOUS, DETACH, GRAD_RULE, FLIP, ...
   }
 }
 }  // namespace

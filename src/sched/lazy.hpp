@@ -13,6 +13,10 @@
 //   RESHAPE/EXPAND arg=IntTuple new shape; PERMUTE arg=IntTuple order; PAD arg=PairTuple
 //             (before, after); SHRINK arg=PairTuple (start, end); FLIP arg=IntTuple of 0/1 flags.
 //   CONTIGUOUS src=(x): materialize x. DETACH src=(x): x (autograd only).
+//   GRAD_RULE src=(value, input...), arg=IntTuple{int(rule), parameter...}: value, whose gradient
+//             a rule of autograd's sends to the inputs directly instead of through value's graph
+//             (a convolution's input gradient as a transposed convolution); normalize_graph
+//             drops it, so the scheduler sees value.
 //
 // Symbolic dimensions (vkgrad::Variable): a negative dimension d in a shape stands for the
 // variable numbered -1 - d in a process-wide table of (name, min, max). RESHAPE and EXPAND

@@ -27,8 +27,9 @@ NormalizedGraph normalize_graph(std::span<const UOp> roots) {
   NormalizedGraph out;
   const UOp sink = UOp::sink(std::vector<UOp>(roots.begin(), roots.end()));
   // One pass over the graph in order, sources first: a BUFFER becomes the next placeholder, a
-  // BIND its variable, and every other node is rebuilt where a source changed. This runs on
-  // every realize, so no maps keyed by UOp: the nodes are numbered and looked up by number.
+  // BIND its variable, a GRAD_RULE its value, and every other node is rebuilt where a source
+  // changed. This runs on every realize, so no maps keyed by UOp: the nodes are numbered and looked
+  // up by number.
   const std::vector<UOp> topo = toposort(sink);
   NodeIndex number;
   for (const UOp& u : topo) number.insert(u.get());
@@ -40,6 +41,8 @@ NormalizedGraph normalize_graph(std::span<const UOp> roots) {
     if (u.op() == Ops::BIND) {
       now[i] = u.src(0);
       binds = true;
+    } else if (u.op() == Ops::GRAD_RULE) {  // autograd's alone: the value is its source
+      now[i] = now_of(u.src(0));
     } else if (u.op() == Ops::BUFFER) {
       const int64_t k = static_cast<int64_t>(out.inputs.size());
       out.inputs.push_back(u);

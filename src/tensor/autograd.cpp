@@ -130,6 +130,11 @@ void grad_sources(const UOp& u, const Targets& t, std::vector<const UOp*>& out,
     out.push_back(&held.back());
     return;
   }
+  if (u.op() == Ops::GRAD_RULE) {  // its rule's inputs, not its value's graph
+    for (size_t i = 1; i < u.src().size(); ++i)
+      if (u.src(i).dtype().is_float()) out.push_back(&u.src(i));
+    return;
+  }
   switch (u.op()) {
     case Ops::BUFFER:
     case Ops::CONST:
@@ -236,6 +241,19 @@ bool views_repeatedly(const UOp& u, Context& c) {
   UOp base = u;
   while (is_movement(base.op())) base = base.src(0);
   return base != u && lazy::prod_max(c.shapes(base)) < lazy::prod_max(c.shapes(u));
+}
+
+// A GRAD_RULE's gradients, to the sources `wanted` says (one flag per source).
+Grads rule_gradient(const UOp& u, const Tensor& g, Context& c, const std::vector<bool>& wanted) {
+  const IntTuple& arg = u.arg_as<IntTuple>();
+  switch (static_cast<tensor::GradRule>(arg.at(0))) {
+    case tensor::GradRule::conv2d: {
+      std::vector<std::optional<Tensor>> xw =
+          tensor::conv_gradient(c.node(u.src(1)), c.node(u.src(2)), g, arg, wanted[1], wanted[2]);
+      return {std::nullopt, std::move(xw[0]), std::move(xw[1])};
+    }
+  }
+  throw InternalError(fmt::format("backward: no gradient rule numbered {}", arg.at(0)));
 }
 
 Grads gradient(const UOp& u, const Tensor& g, Context& c) {
@@ -564,7 +582,14 @@ void Tensor::backward() const {
     grad_sources(u, t, srcs, held);
     if (srcs.empty()) continue;     // a leaf of the walk
     c.device = g->second.device();  // a node's gradient is on the node's device
-    const Grads gs = gradient(u, g->second, c);
+    Grads gs;
+    if (u.op() == Ops::GRAD_RULE) {
+      std::vector<bool> wanted(u.src().size());
+      for (size_t i = 1; i < wanted.size(); ++i) wanted[i] = w.on_path(u.src(i));
+      gs = rule_gradient(u, g->second, c, wanted);
+    } else {
+      gs = gradient(u, g->second, c);
+    }
     for (size_t i = 0; i < u.src().size(); ++i)
       if (gs[i] && u.src(i).dtype().is_float()) add(u.src(i), *gs[i]);
   }

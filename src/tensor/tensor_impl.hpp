@@ -54,6 +54,13 @@ void keep_for_autograd(std::span<const std::shared_ptr<Tensor::Impl>> impls,
 // to `src` (on its own device).
 void keep_copy_for_autograd(const UOp& buffer, const Tensor& src, const std::string& device);
 
+// The rules of GRAD_RULE nodes (sched/lazy.hpp): the arg's first element.
+enum class GradRule : int64_t { conv2d = 0 };
+// ops_nn.cpp: the gradient of conv2d's GRAD_RULE (its arg) with respect to its input x and its
+// weights w, given the output's gradient g; each only where asked.
+std::vector<std::optional<Tensor>> conv_gradient(const Tensor& x, const Tensor& w, const Tensor& g,
+                                                 const IntTuple& arg, bool want_x, bool want_w);
+
 // Symbolic shapes (Impl::sym): the graph's shape of t, and t with it set (left empty when
 // `sym` has no symbolic axis).
 const Shape& sym_shape(const Tensor& t);

@@ -344,6 +344,38 @@ TEST_P(AutogradTest, Convolution) {
   });
   check_gradients("conv_transpose2d", {{{1, 2, 3, 3}}, {{2, 3, 3, 3}}, {{3}}},
                   [](const Inputs& t) { return t[0].conv_transpose2d(t[1], t[2], 2, 1, 1); });
+  // The input's gradient as a transposed convolution (stride 1, windows at least as many as the
+  // weights), with groups and a dilation; asymmetric pads and crops (a transposed convolution's
+  // own convolution); and where the weights outnumber the windows (the windows' gradient).
+  check_gradients("conv2d groups dilation", {{{2, 4, 6, 5}}, {{6, 2, 2, 3}}}, [](const Inputs& t) {
+    return t[0].conv2d(t[1], {}, 1, {2, 1}, {2, 1}, 2);
+  });
+  check_gradients("conv_transpose2d dilation output_padding", {{{1, 2, 3, 3}}, {{2, 2, 3, 2}}},
+                  [](const Inputs& t) { return t[0].conv_transpose2d(t[1], {}, 2, 1, 1, 1, 2); });
+  check_gradients("conv_transpose2d padding past the kernel", {{{1, 2, 6, 6}}, {{2, 3, 3, 3}}},
+                  [](const Inputs& t) { return t[0].conv_transpose2d(t[1], {}, 1, 3); });
+  check_gradients("conv2d weights outnumbering windows", {{{1, 2, 2, 2}}, {{8, 2, 3, 3}}},
+                  [](const Inputs& t) { return t[0].conv2d(t[1], {}, 1, 1); });
+}
+
+// A stride-1 convolution's input gradient is one convolution of the output's gradient: no kernel
+// computes the (N, C, H, W, kh, kw) gradients of the windows; where the weights outnumber the
+// windows it is.
+TEST_P(AutogradTest, AConvolutionsInputGradientIsATransposedConvolution) {
+  for (const int64_t cout : {5, 40}) {
+    SCOPED_TRACE("Cout " + std::to_string(cout));
+    Tensor x = Tensor::rand({2, 4, 3, 3}, dtypes::float32, dev()).realize().requires_grad_();
+    const Tensor w = Tensor::rand({cout, 4, 3, 3}, dtypes::float32, dev()).realize();
+    const Tensor t = Tensor::rand({2, cout, 3, 3}, dtypes::float32, dev()).realize();
+    (x.conv2d(w, {}, 1, 1) * t).sum().backward();
+    bool windows = false;  // a kernel writing 9 gradients per input element
+    for (const KernelInfo& k : grad_of(x).schedule()) {
+      int64_t n = 1;
+      for (int64_t d : k.global_size) n *= d;
+      windows = windows || n == x.numel() * 9;
+    }
+    EXPECT_EQ(windows, cout > 2 * 3 * 3);
+  }
 }
 
 TEST_P(AutogradTest, Pooling) {
