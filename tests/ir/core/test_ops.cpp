@@ -16,7 +16,8 @@ TEST(Ops, Names) {
   EXPECT_EQ(op_name(Ops::DEFINE_VAR), "DEFINE_VAR");
   EXPECT_EQ(op_name(Ops::SINK), "SINK");
   EXPECT_EQ(op_name(Ops::MULACC), "MULACC");
-  EXPECT_EQ(op_name(static_cast<Ops>(kNumOps - 1)), "MULACC");
+  EXPECT_EQ(op_name(Ops::GRAD_RULE), "GRAD_RULE");
+  EXPECT_EQ(op_name(static_cast<Ops>(kNumOps - 1)), "GRAD_RULE");
   // Every name is distinct and non-empty.
   std::set<std::string> names;
   for (int i = 0; i < kNumOps; ++i) {
