@@ -14,9 +14,10 @@
 //                reuses_product; a bias added before a row's sum does not make a LayerNorm's
 //                mean one): a register tile, the innermost output axis by 32, 16 or 8 (one
 //                vector) and another reused axis by 8, 4 or 2;
-//   reductions whose index math divides (the fold of a window view's gradient onto its input,
-//                a pool's or a convolution's input gradient): the axes that the divisions,
-//                remainders and index comparisons ignore (channels, batch) upcast to 16 values;
+//   reductions of up to 256 steps whose index math divides (the fold of a window view's
+//                gradient onto its input, a pool's or a convolution's input gradient): the axes
+//                that the divisions, remainders and index comparisons ignore (channels, batch)
+//                upcast to 16 values;
 //   other reductions: several accumulators, one per output of a run of the innermost output
 //                axis when the loads run along it and not along the reduction (a column sum:
 //                vector loads instead of one cache line per element), else split ones for the
@@ -70,6 +71,8 @@ namespace {
 constexpr int64_t kWinogradMinImageTiles = 64;
 // Outputs that share one evaluation of a kernel's dividing index math (costly_index_math).
 constexpr int64_t kSharedIndexValues = 16;
+// ... in reductions of at most this many steps (a fold sums a few windows' terms).
+constexpr int64_t kSharedIndexMaxSteps = 256;
 // Nodes in a kernel short enough to be copied per upcast value on a device that runs on the CPU.
 constexpr size_t kShortKernel = 64;
 
@@ -129,9 +132,13 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
   // A reduction whose index math divides (the fold of a window view's gradient back onto its
   // input: a max pool's or a convolution's input gradient) computes it once for 16 outputs
   // along the axes it ignores (channels, batch), upcast: r_16_64_34_34_4_4 34.4 -> 13.1 ms,
-  // r_16_64_18_18_4_4 2.5 -> 0.5 (BEAM's lists on a ResNet-18 training step).
+  // r_16_64_18_18_4_4 2.5 -> 0.5 (BEAM's lists on a ResNet-18 training step). A long one (a
+  // batch norm's sums over a batch's pixels, one term a strided gradient placed at every other
+  // pixel) keeps the split accumulators along its contiguous steps: the step's r_64_16_16_16
+  // x24 4.4-4.7 -> 2.7-2.9 ms.
   std::vector<UOp> shared;
-  if (opts.empty() && costly_index_math(ast, info, &shared)) {
+  if (opts.empty() && prod_sizes(info.reduces) <= kSharedIndexMaxSteps &&
+      costly_index_math(ast, info, &shared)) {
     int64_t values = 1;
     for (size_t i = shared.size(); i-- > 0 && values < kSharedIndexValues;) {
       const int64_t n = range_size(shared[i]);

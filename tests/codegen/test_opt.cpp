@@ -139,6 +139,16 @@ TEST(Opt, FoldsShareTheirIndexMathAcrossChannels) {
               (std::vector<Opt>{{OptOp::UPCAST, 1, 16}}));
   }
   EXPECT_GE(folds, 1);
+  // A long reduction with such index math (a batch norm's sum over 16 x 16 x 16 pixels, one term
+  // a stride-2 gradient placed at every other pixel) splits its accumulators instead.
+  const Tensor placed = input({16, 32, 8, 1, 8, 1})
+                            .pad({{0, 0}, {0, 0}, {0, 0}, {0, 1}, {0, 0}, {0, 1}})
+                            .reshape({16, 32, 16, 16});
+  const UOp sum = scheduled_kernel((placed + input({16, 32, 16, 16})).sum({0, 2, 3}));
+  ASSERT_GT(count_ops(sum, Ops::MOD) + count_ops(sum, Ops::IDIV), 0);
+  const std::vector<Opt> opts = heuristic_opts(sum, cpu::host_target());
+  ASSERT_FALSE(opts.empty());
+  EXPECT_EQ(opts.front().op, OptOp::UNROLL);
 }
 
 TEST(Opt, HeuristicsPerTarget) {
