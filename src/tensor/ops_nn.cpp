@@ -124,6 +124,13 @@ Tensor windows(const Tensor& xp, const Tensor& w, Int2 stride, Int2 dilation, in
       .permute({0, 1, 3, 4, 5, 2, 6, 7});
 }
 
+// Grouped weights (G*A, B, kh, kw) as those of the convolution that transposes theirs: each
+// group's two channel dimensions swapped and the taps flipped, (G*B, A, kh, kw). Used by
+// conv_transpose2d's stride-1 form and by a convolution's input gradient.
+Tensor transposed_weights(const Tensor& w, int64_t groups) {
+  return w.unflatten(0, {groups, -1}).transpose(1, 2).flip({3, 4}).flatten(0, 1);
+}
+
 // conv2d of a 4-D input with explicit (before, after) pads per spatial dimension (negative
 // crops). x (N, G*Cin, H, W), w (G*Rcout, Cin, kh, kw): windows (N, G*Cin, oh, ow, kh, kw) are
 // broadcast against the weight as (N, G, Rcout, oh, ow, Cin, kh, kw) and summed over the last
@@ -389,7 +396,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
     if (std::optional<Tensor> y =
             conv_transpose_phases(*this, weight, stride, padding, output_padding, groups))
       return bias ? y->add(bias->reshape({1, cout, 1, 1})) : *y;
-  Tensor w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip({3, 4}).flatten(0, 1);
+  Tensor w = transposed_weights(weight, groups);
   Tensor x = *this;
   if (stride.h > 1 || stride.w > 1) {
     const int64_t n = shape(0), c = shape(1), h = shape(2), wd = shape(3);
@@ -571,8 +578,7 @@ std::vector<std::optional<Tensor>> conv_gradient(const Tensor& x, const Tensor& 
       reach[j] = {(w.shape(2 + j) - 1) * d - pads[j].first,
                   x.shape(2 + j) + pads[j].first - g.shape(2 + j)};
     }
-    const Tensor wt =
-        w.unflatten(0, {groups, -1}).transpose(1, 2).flip({3, 4}).flatten(0, 1).contiguous();
+    const Tensor wt = transposed_weights(w, groups).contiguous();
     out[0] = conv(g, wt, std::nullopt, 1, reach, dilation, groups, "conv2d backward");
   }
   if (want_w) {
