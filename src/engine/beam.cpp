@@ -38,6 +38,7 @@ constexpr double kMaxSlowdown = 16.0;
 // The final paired look: the winner and the heuristics' kernel timed again, alternately, this
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
+constexpr int kLoneRuns = 3;  // lone runs of the reference: what a lone run adds to a kernel
 constexpr double kMinGain = 0.02;
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
@@ -109,6 +110,7 @@ class Search {
     }
   }
   ~Search() { release(); }
+  int slow() const { return slow_; }
   Search(const Search&) = delete;
   Search& operator=(const Search&) = delete;
 
@@ -118,7 +120,10 @@ class Search {
     sources_.insert(p.source);
     reference_kernel_ = rt_.compile(p);
     warm_up();
+    double lone = 0;
+    for (int i = 0; i < kLoneRuns; ++i) lone = std::max(lone, run_alone(*reference_kernel_));
     const double t = time(*reference_kernel_, 0).value();
+    lone_extra_ = std::max(0.0, lone - t);
     reference_ = output();
     return {p.opts, t};
   }
@@ -210,7 +215,11 @@ class Search {
   // The minimum of a first run alone (it pays for cold caches and a device waking up) and
   // kRuns runs back to back in one submission (a GPU left idle while candidates compile clocks
   // down, and a lone dispatch then times several times slower than in a forward); nothing when
-  // the first run exceeds twice `limit` or the minimum exceeds it (0: no limit).
+  // the first run, less what a lone run of the reference took beyond its time, exceeds twice
+  // `limit`, or the minimum exceeds it (0: no limit). A lone run pays for waking the device up
+  // (lavapipe's threads: 0.4-1 ms for a 0.1 ms kernel; the CPU pool's, tens of microseconds for a
+  // kernel of a few): without that allowance the first runs dropped every candidate of a small
+  // kernel.
   std::optional<double> time(const CompiledKernel& k, double limit) {
     return time_after(k, run_alone(k), limit);
   }
@@ -221,13 +230,19 @@ class Search {
     return seconds.empty() ? 0 : seconds[0];
   }
   std::optional<double> time_after(const CompiledKernel& k, double first, double limit) {
-    if (limit > 0 && first > 2 * limit) return std::nullopt;
+    if (limit > 0 && first - lone_extra_ > 2 * limit) {
+      ++slow_;
+      return std::nullopt;
+    }
     const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
     rt_.run(launches, &seconds);
     double best = first;
     for (const double t : seconds) best = std::min(best, t);
-    if (limit > 0 && best > limit) return std::nullopt;
+    if (limit > 0 && best > limit) {
+      ++slow_;
+      return std::nullopt;
+    }
     return best;
   }
   std::vector<uint8_t> output() {
@@ -247,6 +262,8 @@ class Search {
   DType out_dtype_;
   std::vector<uint8_t> reference_;
   std::shared_ptr<CompiledKernel> reference_kernel_;
+  double lone_extra_ = 0;          // the most a lone run of the reference took beyond its best time
+  int slow_ = 0;                   // candidates dropped by the time limit
   std::set<std::string> sources_;  // every kernel rendered so far
 };
 
@@ -337,6 +354,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       const std::optional<double> t =
           kernels[i] ? s.measure(*kernels[i], fresh[i].opts, limit(fresh[i])) : std::nullopt;
       if (t) {
+        ++res.timed;
         into.push_back({fresh[i].opts, *t, fresh[i].parent});
         if (*t < best.seconds) best = into.back();
       } else {
@@ -388,6 +406,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   }
   res.opts = best.opts;
   res.seconds = best.seconds;
+  res.slow = s.slow();
   return res;
 }
 

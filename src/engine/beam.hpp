@@ -39,7 +39,9 @@ struct BeamResult {
   double seconds = 0;            // its time
   std::vector<Opt> heuristic;    // the heuristics' list
   double heuristic_seconds = 0;  // and its time
-  int tried = 0, dropped = 0;    // candidates timed, candidates dropped
+  int tried = 0, dropped = 0;    // candidates tried, candidates dropped
+  int timed = 0;                 // candidates that ran within the time limit
+  int slow = 0;                  // candidates dropped for running past it
   bool searched = false;         // false: the kernel was not searchable (variables)
 };
 

@@ -59,6 +59,18 @@ TEST_P(BeamTest, FindsAListNoSlowerThanTheHeuristics) {
   EXPECT_NO_THROW(rt.compile(rt.render(k.ast, {.opts = r.opts})));
 }
 
+// A lone run of a kernel pays for waking the device up (lavapipe's threads: 0.4-1 ms, the CPU's
+// pool: tens of microseconds), far more than a small kernel takes: the first-run limit allows for
+// what the reference's own lone runs took beyond its time, so the candidates are timed.
+TEST_P(BeamTest, ASmallKernelsCandidatesAreTimed) {
+  const Kernel k = kernel_of(Tensor::empty({4096}, dtypes::float32, dev()) * 2.0);
+  const engine::BeamResult r = engine::beam_search(engine::runtime_of(dev()), k.ast, k.bytes, 2);
+  EXPECT_TRUE(r.searched);
+  EXPECT_GT(r.timed, 0);
+  EXPECT_LE(r.slow, r.timed) << r.tried << " tried, " << r.dropped << " dropped";
+  EXPECT_EQ(r.timed + r.dropped, r.tried);
+}
+
 TEST_P(BeamTest, ACandidateWithAWrongOutputIsNeverChosen) {
   const Kernel k = kernel_of(Tensor::empty({8, 64}, dtypes::float32, dev()).sum(1));
   Runtime& rt = engine::runtime_of(dev());
