@@ -38,7 +38,6 @@ constexpr double kMaxSlowdown = 16.0;
 // The final paired look: the winner and the heuristics' kernel timed again, alternately, this
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
-constexpr int kLoneRuns = 3;  // lone runs of the reference: what a lone run adds to a kernel
 constexpr double kMinGain = 0.02;
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
@@ -119,11 +118,9 @@ class Search {
     const Program p = rt_.render(ast_, {.optimize = true});
     sources_.insert(p.source);
     reference_kernel_ = rt_.compile(p);
+    run_alone(*reference_kernel_);  // lavapipe compiles a pipeline's code at its first dispatch
     warm_up();
-    double lone = 0;
-    for (int i = 0; i < kLoneRuns; ++i) lone = std::max(lone, run_alone(*reference_kernel_));
     const double t = time(*reference_kernel_, 0).value();
-    lone_extra_ = std::max(0.0, lone - t);
     reference_ = output();
     return {p.opts, t};
   }
@@ -193,10 +190,14 @@ class Search {
   }
   // The kernel's time, or nothing when it is dropped (another output, or too slow). The output
   // is checked after the first run, before any limit applies: every candidate that runs is
-  // compared with the heuristics' kernel.
+  // compared with the heuristics' kernel. The first run is not timed: it pays for the kernel's
+  // first use (lavapipe compiles a pipeline's code at its first dispatch: 20-130 ms for
+  // ResNet-50's kernels), and the limit judged candidates by it (every candidate of a 4096-element
+  // multiply was dropped on the CPU, most on lavapipe; a convolution's by how long its code took
+  // to compile).
   std::optional<double> measure(const CompiledKernel& k, const std::vector<Opt>& opts,
                                 double limit) {
-    const double first = run_alone(k);
+    run_alone(k);
     std::vector<uint8_t> out = output();
     {
       std::lock_guard lock(g_hook_mu);
@@ -208,42 +209,36 @@ class Search {
                      to_string(opts).c_str());
       return std::nullopt;
     }
-    return time_after(k, first, limit);
+    return time(k, limit);
   }
 
  private:
-  // The minimum of a first run alone (it pays for cold caches and a device waking up) and
-  // kRuns runs back to back in one submission (a GPU left idle while candidates compile clocks
-  // down, and a lone dispatch then times several times slower than in a forward); nothing when
-  // the first run, less what a lone run of the reference took beyond its time, exceeds twice
-  // `limit`, or the minimum exceeds it (0: no limit). A lone run pays for waking the device up
-  // (lavapipe's threads: 0.4-1 ms for a 0.1 ms kernel; the CPU pool's, tens of microseconds for a
-  // kernel of a few): without that allowance the first runs dropped every candidate of a small
-  // kernel.
+  // The minimum of a run alone (it pays for cold caches and a device waking up) and kRuns runs
+  // back to back in one submission (a GPU left idle while candidates compile clocks down, and a
+  // lone dispatch then times several times slower than in a forward); nothing when the run alone
+  // exceeds twice `limit` or the minimum exceeds it (0: no limit).
   std::optional<double> time(const CompiledKernel& k, double limit) {
-    return time_after(k, run_alone(k), limit);
-  }
-  double run_alone(const CompiledKernel& k) {
-    const KernelLaunch launch{&k, bufs_};
-    std::vector<double> seconds;
-    rt_.run({&launch, 1}, &seconds);
-    return seconds.empty() ? 0 : seconds[0];
-  }
-  std::optional<double> time_after(const CompiledKernel& k, double first, double limit) {
-    if (limit > 0 && first - lone_extra_ > 2 * limit) {
+    const double alone = run_alone(k);
+    if (limit > 0 && alone > 2 * limit) {
       ++slow_;
       return std::nullopt;
     }
     const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
     rt_.run(launches, &seconds);
-    double best = first;
+    double best = alone;
     for (const double t : seconds) best = std::min(best, t);
     if (limit > 0 && best > limit) {
       ++slow_;
       return std::nullopt;
     }
     return best;
+  }
+  double run_alone(const CompiledKernel& k) {
+    const KernelLaunch launch{&k, bufs_};
+    std::vector<double> seconds;
+    rt_.run({&launch, 1}, &seconds);
+    return seconds.empty() ? 0 : seconds[0];
   }
   std::vector<uint8_t> output() {
     std::vector<uint8_t> out(bytes_.empty() ? 0 : bytes_[0]);
@@ -262,7 +257,6 @@ class Search {
   DType out_dtype_;
   std::vector<uint8_t> reference_;
   std::shared_ptr<CompiledKernel> reference_kernel_;
-  double lone_extra_ = 0;          // the most a lone run of the reference took beyond its best time
   int slow_ = 0;                   // candidates dropped by the time limit
   std::set<std::string> sources_;  // every kernel rendered so far
 };

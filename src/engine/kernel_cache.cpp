@@ -137,11 +137,12 @@ void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOption
   }
   beam_cache_put(device, kernel, r.opts, r.seconds, r.heuristic_seconds);
   if (debug_level() >= 2)
-    std::fprintf(
-        stderr,
-        "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried, %d timed, %d dropped, %.1f s)\n",
-        name.c_str(), to_string(r.opts).c_str(), r.seconds * 1e3, to_string(r.heuristic).c_str(),
-        r.heuristic_seconds * 1e3, r.tried, r.timed, r.dropped, ms_since(t0) / 1e3);
+    std::fprintf(stderr,
+                 "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried: %d timed, %d too slow, %d "
+                 "other drops; %.1f s)\n",
+                 name.c_str(), to_string(r.opts).c_str(), r.seconds * 1e3,
+                 to_string(r.heuristic).c_str(), r.heuristic_seconds * 1e3, r.tried, r.timed,
+                 r.slow, r.dropped - r.slow, ms_since(t0) / 1e3);
   opts.opts = r.opts;
   opts.origin = "search";
 }
