@@ -39,10 +39,14 @@ struct TunedKernel {
   std::string device;            // "CPU", "VULKAN:0"
   std::string opts;              // the winner, "[UPCAST(1, 4), UNROLL(0, 8)]"
   std::string heuristic_opts;    // the heuristics' list
-  double seconds = 0;            // the winner's device time
+  double seconds = 0;            // the winner's device time in the search
   double heuristic_seconds = 0;  // the heuristics' kernel's
   int tried = 0;                 // candidates timed
   double search_seconds = 0;     // wall time of the search
+  // Per launch, among the model's other kernels (the schedule chose among the search's fastest
+  // lists by these); 0 where the kernel did not run there (it has variables).
+  double schedule_seconds = 0;
+  double schedule_heuristic_seconds = 0;
 };
 // Every kernel searched in this process so far, in order.
 std::vector<TunedKernel> tuned_kernels();

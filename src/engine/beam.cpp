@@ -39,6 +39,14 @@ constexpr double kMaxSlowdown = 16.0;
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
 constexpr double kMinGain = 0.02;
+// A search's variants for its schedule to choose from: the heuristics' and the three fastest
+// other lists.
+constexpr size_t kMaxVariants = 4;
+// choose_in_schedule's rounds: at least kMinScheduleRounds timed, more while the rounds so far
+// took less than kScheduleSeconds, at most kMaxScheduleRounds.
+constexpr int kMinScheduleRounds = 5;
+constexpr int kMaxScheduleRounds = 30;
+constexpr double kScheduleSeconds = 3.0;
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
 std::vector<DType> slot_dtypes(const UOp& ast, size_t slots) {
@@ -110,6 +118,7 @@ class Search {
   }
   ~Search() { release(); }
   int slow() const { return slow_; }
+  const std::shared_ptr<CompiledKernel>& reference_kernel() const { return reference_kernel_; }
   Search(const Search&) = delete;
   Search& operator=(const Search&) = delete;
 
@@ -327,6 +336,14 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   std::set<std::string> seen{to_string(res.heuristic)};
   std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds, kRoot}};
   Candidate best = beam[0];
+  std::vector<BeamVariant> fastest;  // the fastest lists timed but the heuristics', fastest first
+  auto keep = [&](const Candidate& c, const std::shared_ptr<CompiledKernel>& k) {
+    const auto at = std::find_if(fastest.begin(), fastest.end(),
+                                 [&](const BeamVariant& v) { return c.seconds < v.seconds; });
+    if (at - fastest.begin() >= static_cast<std::ptrdiff_t>(kMaxVariants - 1)) return;
+    fastest.insert(at, {c.opts, c.seconds, k});
+    if (fastest.size() > kMaxVariants - 1) fastest.pop_back();
+  };
   // A candidate runs until it is kTimeoutFactor times slower than the list it extends or than
   // kMaxSlowdown times the best so far (a root's only limit).
   auto limit = [&](const Candidate& c) {
@@ -351,6 +368,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
         ++res.timed;
         into.push_back({fresh[i].opts, *t, fresh[i].parent});
         if (*t < best.seconds) best = into.back();
+        if (fresh[i].opts != res.heuristic) keep(into.back(), kernels[i]);
       } else {
         ++res.dropped;
       }
@@ -401,7 +419,107 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   res.opts = best.opts;
   res.seconds = best.seconds;
   res.slow = s.slow();
+  res.variants.push_back({res.heuristic, res.heuristic_seconds, s.reference_kernel()});
+  for (BeamVariant& v : fastest) res.variants.push_back(std::move(v));
   return res;
+}
+
+std::map<size_t, ScheduleChoice> choose_in_schedule(
+    Runtime& rt, const Schedule& schedule, std::span<void* const> input_handles,
+    std::span<const std::shared_ptr<CompiledKernel>> kernels,
+    std::span<const std::vector<std::string>> var_names,
+    std::span<const std::vector<BeamVariant>* const> variants_of) {
+  // Scratch outputs and arena slots, as the schedule's memory plan lays them out.
+  std::vector<void*> owned;
+  struct Release {
+    Runtime& rt;
+    std::vector<void*>& handles;
+    ~Release() {
+      for (void* h : handles) rt.free(h);
+    }
+  } release{rt, owned};
+  std::vector<void*> arena;
+  for (int64_t bytes : schedule.arena_slot_bytes) {
+    owned.push_back(rt.alloc(std::max<size_t>(static_cast<size_t>(bytes), 16)));
+    arena.push_back(owned.back());
+  }
+  std::vector<void*> handles(schedule.buffers.size(), nullptr);
+  for (size_t b = 0; b < schedule.buffers.size(); ++b) {
+    const ScheduleBuffer& sb = schedule.buffers[b];
+    switch (sb.kind) {
+      case ScheduleBuffer::Kind::input:
+        handles[b] = input_handles[static_cast<size_t>(sb.index)];
+        break;
+      case ScheduleBuffer::Kind::intermediate:
+        handles[b] = arena[static_cast<size_t>(sb.index)];
+        break;
+      case ScheduleBuffer::Kind::output:
+        owned.push_back(
+            rt.alloc(std::max<size_t>(static_cast<size_t>(sb.count) * sb.dtype.itemsize(), 16)));
+        handles[b] = owned.back();
+        break;
+    }
+  }
+  // The kernels that run (those without variables) and, per searched kernel (by its first
+  // launch), its launches' positions.
+  std::vector<size_t> runs;
+  std::map<size_t, std::vector<size_t>> launches_of;
+  std::map<const std::vector<BeamVariant>*, size_t> first;
+  size_t variants = 1;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (!var_names[k].empty()) continue;
+    if (const std::vector<BeamVariant>* v = variants_of[k]) {
+      const size_t at = first.try_emplace(v, k).first->second;
+      launches_of[at].push_back(runs.size());
+      variants = std::max(variants, v->size());
+    }
+    runs.push_back(k);
+  }
+  // best[kernel][variant][launch]: the launch's minimum over the rounds.
+  std::map<size_t, std::vector<std::vector<double>>> best;
+  for (const auto& [k, at] : launches_of)
+    best[k].assign(variants_of[k]->size(),
+                   std::vector<double>(at.size(), std::numeric_limits<double>::infinity()));
+  const auto start = std::chrono::steady_clock::now();
+  // Round 0 is not timed: it pays each variant's first use.
+  for (int round = 0; round <= kMaxScheduleRounds; ++round) {
+    if (round > kMinScheduleRounds &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+            kScheduleSeconds)
+      break;
+    for (size_t i = 0; i < variants; ++i) {
+      const size_t turn = (i + static_cast<size_t>(round)) % variants;
+      std::vector<KernelLaunch> launches;
+      for (size_t k : runs) {
+        const CompiledKernel* kernel = kernels[k].get();
+        if (const std::vector<BeamVariant>* v = variants_of[k])
+          kernel = (*v)[std::min(turn, v->size() - 1)].kernel.get();
+        KernelLaunch l{kernel, {}};
+        for (int b : schedule.kernels[k].buffers) l.buffers.push_back(handles[b]);
+        launches.push_back(std::move(l));
+      }
+      std::vector<double> seconds;
+      rt.run(launches, &seconds);
+      if (round == 0 || seconds.size() != launches.size()) continue;
+      for (const auto& [k, at] : launches_of) {
+        std::vector<double>& b = best[k][std::min(turn, variants_of[k]->size() - 1)];
+        for (size_t j = 0; j < at.size(); ++j) b[j] = std::min(b[j], seconds[at[j]]);
+      }
+    }
+  }
+  std::map<size_t, ScheduleChoice> out;
+  for (const auto& [k, per_variant] : best) {
+    ScheduleChoice& c = out[k];
+    for (const std::vector<double>& launches : per_variant) {
+      double sum = 0;
+      for (double t : launches) sum += t;
+      c.seconds.push_back(sum / static_cast<double>(launches.size()));
+    }
+    for (size_t u = 1; u < c.seconds.size(); ++u)
+      if (c.seconds[u] < c.seconds[c.chosen]) c.chosen = u;
+    if (c.chosen != 0 && !(c.seconds[c.chosen] < c.seconds[0] * (1 - kMinGain))) c.chosen = 0;
+  }
+  return out;
 }
 
 void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> f) {

@@ -11,15 +11,25 @@
 // extends or of the best time so far, or whose output differs from the heuristics' kernel on
 // the same random inputs (exact for integers, a tolerance for floats) is dropped. The winner is
 // the fastest list timed. Kernels with variables keep the heuristics.
+//
+// A kernel timed alone, its operands in cache from the run before, ranks lists otherwise than
+// the model's forward does, where its operands come from other kernels or from memory (a
+// matmul whose split accumulators won 1.12x alone ran 0.85x in the forward). So a search
+// keeps its fastest lists (variants) and the schedule they belong to decides: choose_in_schedule
+// runs the whole schedule, each searched kernel's variants taking turns, and keeps per kernel
+// the variant fastest there.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <span>
 #include <vector>
 #include <vkgrad/beam.hpp>
 
 #include "codegen/opt.hpp"
 #include "runtime/device.hpp"
+#include "sched/schedule.hpp"
 
 namespace vkgrad::engine {
 
@@ -34,6 +44,13 @@ void record_tuned(TunedKernel k);
 // The one-step extensions a search tries after `opts` on a kernel (before apply_opts).
 std::vector<Opt> beam_actions(const UOp& ast);
 
+// A list a search timed, with its compiled kernel.
+struct BeamVariant {
+  std::vector<Opt> opts;
+  double seconds = 0;  // its time in the search
+  std::shared_ptr<CompiledKernel> kernel;
+};
+
 struct BeamResult {
   std::vector<Opt> opts;         // the winner (the heuristics' list when nothing beat it)
   double seconds = 0;            // its time
@@ -43,12 +60,32 @@ struct BeamResult {
   int timed = 0;                 // candidates that ran within the time limit
   int slow = 0;                  // candidates dropped for running past it
   bool searched = false;         // false: the kernel was not searchable (variables)
+  // The heuristics' kernel first, then the fastest other lists timed (kMaxVariants in all),
+  // fastest first; empty when the kernel was not searched.
+  std::vector<BeamVariant> variants;
 };
 
 // `slot_bytes`: each DEFINE_GLOBAL slot's buffer size in bytes; `progress`, when set, is told
 // the candidates tried and the best time so far after each one.
 BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
                        const std::function<void(int tried, double best_seconds)>& progress = {});
+
+// The variants of each searched kernel of a schedule, timed where the model runs them: the whole
+// schedule runs on scratch outputs and intermediates (its inputs are read, never written) in
+// rounds, each variant of every searched kernel once a round (the others in order), and each
+// kernel's time per variant is its launches' minima over the rounds. `variants_of[k]`: schedule
+// kernel k's variants, null for a kernel not searched (it runs `kernels[k]`); kernels with
+// variables do not run. Per searched kernel (its first launch's index), the chosen variant: the
+// fastest, where it beats the heuristics' (variant 0) by kMinGain, else 0.
+struct ScheduleChoice {
+  size_t chosen = 0;
+  std::vector<double> seconds;  // per variant: the time of one launch
+};
+std::map<size_t, ScheduleChoice> choose_in_schedule(
+    Runtime& rt, const Schedule& schedule, std::span<void* const> input_handles,
+    std::span<const std::shared_ptr<CompiledKernel>> kernels,
+    std::span<const std::vector<std::string>> var_names,
+    std::span<const std::vector<BeamVariant>* const> variants_of);
 
 // Tests: called with each candidate's output bytes after it ran (may change them).
 void set_beam_output_hook(std::function<void(const std::vector<Opt>&, std::vector<uint8_t>&)> f);

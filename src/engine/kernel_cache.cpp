@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -93,23 +94,31 @@ const std::string& identity_of(const Runtime& rt) {
   return it->second;
 }
 
-// The kernel's Opt list from the BEAM cache, else from a search when BEAM=N (beam.hpp), which
-// the cache then keeps; nothing: the heuristics'.
-void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOptions& opts) {
+// A kernel searched while its schedule was built: its schedule then chooses among its variants.
+struct Searched {
+  BeamResult result;
+  std::string name, kernel;  // kernel_name(), the cache's key
+  double search_seconds = 0;
+};
+
+// The kernel's Opt list from the BEAM cache, else from a search when BEAM=N (beam.hpp), the
+// search returned for its schedule to finish (finish_searches); nothing: the heuristics'.
+std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k,
+                                   CodegenOptions& opts) {
   const BeamOptions settings = beam_settings();
   const bool read = settings.use_cache && beam_cache_present();
-  if (!read && settings.width == 0) return;
+  if (!read && settings.width == 0) return std::nullopt;
   const std::string& device = identity_of(*cs.runtime);
-  const std::string kernel = to_string(k.ast);
+  std::string kernel = to_string(k.ast);
   if (read)
     if (std::optional<std::vector<Opt>> cached = beam_cache_get(device, kernel)) {
       std::lock_guard s(g_stats_mu);
       ++g_stats.beam_cache_hits;
       opts.opts = std::move(cached);
       opts.origin = "BEAM cache";
-      return;
+      return std::nullopt;
     }
-  if (settings.width == 0) return;
+  if (settings.width == 0) return std::nullopt;
   std::vector<size_t> bytes;
   for (int b : k.buffers) {
     const ScheduleBuffer& sb = cs.schedule.buffers.at(static_cast<size_t>(b));
@@ -123,28 +132,97 @@ void tuned_opts(const CachedSchedule& cs, const ScheduleKernel& k, CodegenOption
       std::fprintf(stderr, "\r  tuning %-40s %4d tried, best %9.3f ms", name.c_str(), tried,
                    best * 1e3);
     };
-  const BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
+  BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)
     std::fprintf(stderr, "\r  tuned  %-40s %4d tried, %9.3f -> %9.3f ms  %s\n", name.c_str(),
                  r.tried, r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
-  if (!r.searched) return;
-  record_tuned({name, cs.runtime->name(), to_string(r.opts), to_string(r.heuristic), r.seconds,
-                r.heuristic_seconds, r.tried, ms_since(t0) / 1e3});
+  if (!r.searched) return std::nullopt;
   {
     std::lock_guard s(g_stats_mu);
     ++g_stats.beam_searches;
   }
-  beam_cache_put(device, kernel, r.opts, r.seconds, r.heuristic_seconds);
-  if (debug_level() >= 2)
-    std::fprintf(stderr,
-                 "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried: %d timed, %d too slow, %d "
-                 "other drops; %.1f s)\n",
-                 name.c_str(), to_string(r.opts).c_str(), r.seconds * 1e3,
-                 to_string(r.heuristic).c_str(), r.heuristic_seconds * 1e3, r.tried, r.timed,
-                 r.slow, r.dropped - r.slow, ms_since(t0) / 1e3);
   opts.opts = r.opts;
   opts.origin = "search";
+  return Searched{std::move(r), name, std::move(kernel), ms_since(t0) / 1e3};
+}
+
+// The searches of a schedule just built: the schedule chooses each kernel's variant
+// (choose_in_schedule), whose list the BEAM cache then keeps and whose kernel the schedule and
+// the compiled-kernel cache run.
+void finish_searches(CachedSchedule& cs, const NormalizedGraph& g,
+                     std::map<size_t, Searched>& searched) {
+  const auto t0 = Clock::now();
+  std::vector<const std::vector<BeamVariant>*> variants_of(cs.kernels.size(), nullptr);
+  std::map<const UOpNode*, size_t> first;
+  for (const auto& [k, s] : searched) first.emplace(cs.schedule.kernels[k].ast.get(), k);
+  for (size_t k = 0; k < cs.kernels.size(); ++k)
+    if (auto it = first.find(cs.schedule.kernels[k].ast.get()); it != first.end())
+      variants_of[k] = &searched.at(it->second).result.variants;
+  std::vector<void*> inputs;
+  for (const UOp& b : g.inputs) inputs.push_back(storage_of(b).handle);
+  std::map<size_t, ScheduleChoice> choices;
+  try {
+    choices =
+        choose_in_schedule(*cs.runtime, cs.schedule, inputs, cs.kernels, cs.var_names, variants_of);
+  } catch (const Error& e) {
+    std::fprintf(stderr,
+                 "vkgrad: warning: the searched kernels were not timed in their schedule (%s)\n",
+                 e.what());
+  }
+  const double schedule_seconds = ms_since(t0) / 1e3;
+  const std::string& device = identity_of(*cs.runtime);
+  int changed = 0;
+  for (auto& [k, s] : searched) {
+    BeamResult& r = s.result;
+    TunedKernel t{s.name,    cs.runtime->name(),  to_string(r.opts), to_string(r.heuristic),
+                  r.seconds, r.heuristic_seconds, r.tried,           s.search_seconds};
+    // The choice, by its launch position (a kernel whose launches all have variables keeps the
+    // search's winner).
+    auto it = std::find_if(choices.begin(), choices.end(), [&](const auto& c) {
+      return cs.schedule.kernels[c.first].ast.get() == cs.schedule.kernels[k].ast.get();
+    });
+    if (it != choices.end()) {
+      const ScheduleChoice& c = it->second;
+      const BeamVariant& v = r.variants.at(c.chosen);
+      t.opts = to_string(v.opts);
+      t.seconds = c.chosen == 0 ? r.heuristic_seconds : v.seconds;
+      t.schedule_seconds = c.seconds[c.chosen];
+      t.schedule_heuristic_seconds = c.seconds[0];
+      if (v.opts != r.opts) {
+        ++changed;
+        r.opts = v.opts;
+        for (size_t j = 0; j < cs.kernels.size(); ++j)
+          if (cs.schedule.kernels[j].ast.get() == cs.schedule.kernels[k].ast.get())
+            cs.kernels[j] = v.kernel;
+        ScheduleCache& cache = ScheduleCache::get();
+        std::lock_guard lock(cache.mu);
+        auto e = cache.kernels.find({cs.runtime, cs.schedule.kernels[k].ast.get()});
+        if (e != cache.kernels.end()) e->second.kernel = v.kernel;
+      }
+      if (debug_level() >= 2) {
+        std::string times;
+        for (size_t u = 0; u < c.seconds.size(); ++u)
+          times += fmt::format("{}{:.3f}{}", u ? ", " : "", c.seconds[u] * 1e3,
+                               u == c.chosen ? "*" : "");
+        std::fprintf(stderr, "beam: %s in its schedule: heuristics first, ms: %s\n", s.name.c_str(),
+                     times.c_str());
+      }
+    }
+    beam_cache_put(device, s.kernel, r.opts, t.seconds, r.heuristic_seconds);
+    if (debug_level() >= 2)
+      std::fprintf(stderr,
+                   "beam: %s: %s %.3f ms, heuristics %s %.3f ms (%d tried: %d timed, %d too slow, "
+                   "%d other drops; %.1f s)\n",
+                   s.name.c_str(), t.opts.c_str(), t.seconds * 1e3, t.heuristic_opts.c_str(),
+                   r.heuristic_seconds * 1e3, r.tried, r.timed, r.slow, r.dropped - r.slow,
+                   s.search_seconds);
+    record_tuned(std::move(t));
+  }
+  if (beam_settings().progress)
+    std::fprintf(stderr,
+                 "  chose among %zu kernels' variants in their schedule: %d changed (%.1f s)\n",
+                 searched.size(), changed, schedule_seconds);
 }
 
 }  // namespace
@@ -181,6 +259,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
   double codegen_ms = 0, compile_ms = 0;
   int64_t rendered = 0, compiled = 0;
   const CodegenOptions opts{.optimize = !noopt()};
+  std::map<size_t, Searched> searched;  // by the kernel's position
   for (const ScheduleKernel& k : cs->schedule.kernels) {
     std::shared_ptr<CompiledKernel> ck;
     std::vector<std::string> vars;
@@ -193,17 +272,25 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
     }
     if (!ck) {
       CodegenOptions kernel_opts = opts;
-      if (opts.optimize) tuned_opts(*cs, k, kernel_opts);
+      std::optional<Searched> search;
+      if (opts.optimize) search = tuned_opts(*cs, k, kernel_opts);
       auto t1 = Clock::now();
       Program p = render_tuned(*cs->runtime, k.ast, kernel_opts);
       codegen_ms += ms_since(t1);
       ++rendered;
       if (debug_level() >= 5) std::fprintf(stderr, "%s", uop_listing(p).c_str());
       if (debug_level() >= 4) std::fprintf(stderr, "%s\n", p.source.c_str());
-      auto t2 = Clock::now();
-      ck = cs->runtime->compile(p);
-      compile_ms += ms_since(t2);
-      ++compiled;
+      if (search) {  // the search compiled the winner
+        for (const BeamVariant& v : search->result.variants)
+          if (v.opts == search->result.opts) ck = v.kernel;
+        searched.emplace(cs->kernels.size(), std::move(*search));
+      }
+      if (!ck) {
+        auto t2 = Clock::now();
+        ck = cs->runtime->compile(p);
+        compile_ms += ms_since(t2);
+        ++compiled;
+      }
       for (const VarArg& v : p.vars) vars.push_back(v.name);
       est = p.estimates;
       std::lock_guard lock(cache.mu);
@@ -217,6 +304,7 @@ std::shared_ptr<CachedSchedule> lookup_or_build(const NormalizedGraph& g,
     cs->var_names.push_back(std::move(vars));
     cs->estimates.push_back(est);
   }
+  if (!searched.empty()) finish_searches(*cs, g, searched);
   for (int64_t bytes : cs->schedule.arena_slot_bytes)
     cs->arena.push_back(cs->runtime->alloc(static_cast<size_t>(bytes)));
   {

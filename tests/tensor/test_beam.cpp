@@ -7,11 +7,14 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <vkgrad/vkgrad.hpp>
 
@@ -62,6 +65,70 @@ TEST_P(BeamTest, FindsAListNoSlowerThanTheHeuristics) {
 // A candidate's first run pays for its first use (lavapipe compiles the pipeline's code then; a
 // CPU kernel's code and data are cold), far more than a small kernel takes: it checks the output
 // and is not timed, so the time limit drops no candidate of a small kernel for it.
+TEST_P(BeamTest, KeepsItsFastestListsAsVariants) {
+  const Tensor a = Tensor::empty({16, 24}, dtypes::float32, dev());
+  const Tensor b = Tensor::empty({24, 16}, dtypes::float32, dev());
+  const Kernel k = kernel_of(a.matmul(b));
+  const engine::BeamResult r = engine::beam_search(engine::runtime_of(dev()), k.ast, k.bytes, 2);
+  ASSERT_GE(r.variants.size(), 2u);
+  EXPECT_LE(r.variants.size(), 4u);
+  EXPECT_EQ(r.variants[0].opts, r.heuristic);
+  for (size_t i = 0; i < r.variants.size(); ++i) {
+    EXPECT_TRUE(r.variants[i].kernel) << i;
+    EXPECT_GT(r.variants[i].seconds, 0) << i;
+    if (i > 0) {
+      EXPECT_NE(r.variants[i].opts, r.heuristic) << i;
+    }
+    if (i > 1) {
+      EXPECT_LE(r.variants[i - 1].seconds, r.variants[i].seconds) << i;
+    }
+  }
+  // The winner is the heuristics' list or one of the variants.
+  EXPECT_TRUE(std::any_of(r.variants.begin(), r.variants.end(),
+                          [&](const engine::BeamVariant& v) { return v.opts == r.opts; }));
+}
+
+TEST_P(BeamTest, TheScheduleTimesEachVariantAmongItsKernels) {
+  const Tensor a = make_tensor(random_values(32 * 48, -1, 1, 5), {32, 48}, dtypes::float32, dev());
+  const Tensor b = make_tensor(random_values(48 * 40, -1, 1, 6), {48, 40}, dtypes::float32, dev());
+  const NormalizedGraph g =
+      normalize_graph(std::vector<UOp>{tensor::uop((a.matmul(b) + 1.0).exp().sum(1))});
+  const Schedule s = build_schedule(g.key);
+  ASSERT_GE(s.kernels.size(), 2u);
+  Runtime& rt = engine::runtime_of(dev());
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<std::vector<std::string>> vars(s.kernels.size());
+  std::vector<engine::BeamResult> searches;
+  for (const ScheduleKernel& k : s.kernels) {
+    kernels.push_back(rt.compile(rt.render(k.ast, {.optimize = true})));
+    std::vector<size_t> bytes;
+    for (int i : k.buffers) {
+      const ScheduleBuffer& sb = s.buffers.at(static_cast<size_t>(i));
+      bytes.push_back(static_cast<size_t>(sb.count) * sb.dtype.itemsize());
+    }
+    searches.push_back(engine::beam_search(rt, k.ast, bytes, 2));
+  }
+  std::vector<const std::vector<engine::BeamVariant>*> variants_of;
+  for (const engine::BeamResult& r : searches) variants_of.push_back(&r.variants);
+  std::vector<void*> inputs;
+  for (const UOp& u : g.inputs) inputs.push_back(engine::storage_of(u).handle);
+  const std::map<size_t, engine::ScheduleChoice> choices =
+      engine::choose_in_schedule(rt, s, inputs, kernels, vars, variants_of);
+  ASSERT_EQ(choices.size(), s.kernels.size());
+  for (const auto& [k, c] : choices) {
+    ASSERT_EQ(c.seconds.size(), searches.at(k).variants.size()) << k;
+    for (double t : c.seconds) {
+      EXPECT_GT(t, 0) << k;
+      EXPECT_TRUE(std::isfinite(t)) << k;
+    }
+    ASSERT_LT(c.chosen, c.seconds.size());
+    // Another list than the heuristics' only when it ran faster by the margin.
+    if (c.chosen != 0) {
+      EXPECT_LT(c.seconds[c.chosen], 0.98 * c.seconds[0]) << k;
+    }
+  }
+}
+
 TEST_P(BeamTest, ASmallKernelsCandidatesAreTimed) {
   const Kernel k = kernel_of(Tensor::empty({4096}, dtypes::float32, dev()) * 2.0);
   const engine::BeamResult r = engine::beam_search(engine::runtime_of(dev()), k.ast, k.bytes, 2);
@@ -161,6 +228,48 @@ TEST_P(BeamTest, TheCacheServesLaterCompiles) {
   const std::vector<TunedKernel> tuned = tuned_kernels();
   ASSERT_FALSE(tuned.empty());
   EXPECT_EQ(tuned.back().name, "r_6_5_10");
+}
+
+TEST_P(BeamTest, ARealizeUnderBeamCachesItsSchedulesChoice) {
+  const CacheDir cache("schedule");
+  const std::vector<double> av = random_values(12 * 20, -1, 1, 9),
+                            bv = random_values(20 * 9, -1, 1, 10);
+  const size_t before = tuned_kernels().size();
+  std::vector<double> got;
+  {
+    const Beam beam({.width = 2});
+    got = values_of((make_tensor(av, {12, 20}, dtypes::float32, dev())
+                         .matmul(make_tensor(bv, {20, 9}, dtypes::float32, dev())) *
+                     2.0)
+                        .sum(1));
+  }
+  for (int i = 0; i < 12; ++i) {
+    double want = 0;
+    for (int j = 0; j < 9; ++j)
+      for (int k = 0; k < 20; ++k) want += 2 * av[i * 20 + k] * bv[k * 9 + j];
+    EXPECT_NEAR(got[static_cast<size_t>(i)], want, 1e-3);
+  }
+  const std::vector<TunedKernel> tuned = tuned_kernels();
+  ASSERT_GT(tuned.size(), before);
+  for (size_t i = before; i < tuned.size(); ++i) {
+    const TunedKernel& t = tuned[i];
+    EXPECT_GT(t.schedule_seconds, 0) << t.name;
+    EXPECT_GT(t.schedule_heuristic_seconds, 0) << t.name;
+    if (t.opts != t.heuristic_opts) {
+      EXPECT_LT(t.schedule_seconds, 0.98 * t.schedule_heuristic_seconds) << t.name;
+    }
+  }
+  // The cache holds the schedule's choice: the same realize again reads it, searching nothing.
+  reset_runtime_stats();
+  {
+    const Beam beam({.width = 2});
+    (void)values_of((make_tensor(av, {12, 20}, dtypes::float32, dev())
+                         .matmul(make_tensor(bv, {20, 9}, dtypes::float32, dev())) *
+                     2.0)
+                        .sum(1));
+  }
+  EXPECT_EQ(runtime_stats().beam_searches, 0);
+  EXPECT_EQ(runtime_stats().beam_cache_hits, static_cast<int64_t>(tuned.size() - before));
 }
 
 TEST_P(BeamTest, ACorruptDatabaseIsRebuiltWithAWarning) {
