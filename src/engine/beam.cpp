@@ -35,6 +35,7 @@ constexpr double kTimeoutFactor = 4.0;
 constexpr int kRuns = 3;
 constexpr int kMaxRounds = 8;
 constexpr double kMaxSlowdown = 16.0;
+constexpr double kEarlyDrop = 1e-3;  // seconds (Search::time)
 // The final paired look: the winner and the heuristics' kernel timed again, alternately, this
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
@@ -224,11 +225,13 @@ class Search {
  private:
   // The minimum of a run alone (it pays for cold caches and a device waking up) and kRuns runs
   // back to back in one submission (a GPU left idle while candidates compile clocks down, and a
-  // lone dispatch then times several times slower than in a forward); nothing when the run alone
-  // exceeds twice `limit` or the minimum exceeds it (0: no limit).
+  // lone dispatch then times several times slower than in a forward); nothing when the minimum
+  // exceeds `limit` (0: no limit), or already when the run alone exceeds twice `limit` and
+  // kEarlyDrop: the batch of a kernel that short costs nothing, and a lone dispatch of a few
+  // microseconds on a loaded machine (lavapipe's threads descheduled) can take ten times that.
   std::optional<double> time(const CompiledKernel& k, double limit) {
     const double alone = run_alone(k);
-    if (limit > 0 && alone > 2 * limit) {
+    if (limit > 0 && alone > 2 * limit && alone > kEarlyDrop) {
       ++slow_;
       return std::nullopt;
     }

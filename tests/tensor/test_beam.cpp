@@ -89,8 +89,8 @@ TEST_P(BeamTest, KeepsItsFastestListsAsVariants) {
 }
 
 TEST_P(BeamTest, TheScheduleTimesEachVariantAmongItsKernels) {
-  const Tensor a = make_tensor(random_values(32 * 48, -1, 1, 5), {32, 48}, dtypes::float32, dev());
-  const Tensor b = make_tensor(random_values(48 * 40, -1, 1, 6), {48, 40}, dtypes::float32, dev());
+  const Tensor a = make_tensor(random_values(16 * 24, -1, 1, 5), {16, 24}, dtypes::float32, dev());
+  const Tensor b = make_tensor(random_values(24 * 16, -1, 1, 6), {24, 16}, dtypes::float32, dev());
   const NormalizedGraph g =
       normalize_graph(std::vector<UOp>{tensor::uop((a.matmul(b) + 1.0).exp().sum(1))});
   const Schedule s = build_schedule(g.key);
