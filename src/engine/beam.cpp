@@ -47,6 +47,10 @@ constexpr size_t kMaxVariants = 4;
 // took less than kScheduleSeconds, at most kMaxScheduleRounds.
 constexpr int kMinScheduleRounds = 5;
 constexpr int kMaxScheduleRounds = 30;
+// In the schedule, another list than the heuristics' must also gain this much a launch: a kernel
+// of tens of microseconds (lavapipe's elementwise kernels) times 5-30% apart from one process to
+// the next with the same code.
+constexpr double kMinGainSeconds = 5e-6;
 constexpr double kScheduleSeconds = 3.0;
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
@@ -520,7 +524,8 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
     }
     for (size_t u = 1; u < c.seconds.size(); ++u)
       if (c.seconds[u] < c.seconds[c.chosen]) c.chosen = u;
-    if (c.chosen != 0 && !(c.seconds[c.chosen] < c.seconds[0] * (1 - kMinGain))) c.chosen = 0;
+    if (c.chosen != 0 && !(c.seconds[c.chosen] < c.seconds[0] * (1 - kMinGain) - kMinGainSeconds))
+      c.chosen = 0;
   }
   return out;
 }

@@ -122,9 +122,9 @@ TEST_P(BeamTest, TheScheduleTimesEachVariantAmongItsKernels) {
       EXPECT_TRUE(std::isfinite(t)) << k;
     }
     ASSERT_LT(c.chosen, c.seconds.size());
-    // Another list than the heuristics' only when it ran faster by the margin.
+    // Another list than the heuristics' only when it ran faster by the margins.
     if (c.chosen != 0) {
-      EXPECT_LT(c.seconds[c.chosen], 0.98 * c.seconds[0]) << k;
+      EXPECT_LT(c.seconds[c.chosen], 0.98 * c.seconds[0] - 5e-6) << k;
     }
   }
 }
@@ -256,7 +256,7 @@ TEST_P(BeamTest, ARealizeUnderBeamCachesItsSchedulesChoice) {
     EXPECT_GT(t.schedule_seconds, 0) << t.name;
     EXPECT_GT(t.schedule_heuristic_seconds, 0) << t.name;
     if (t.opts != t.heuristic_opts) {
-      EXPECT_LT(t.schedule_seconds, 0.98 * t.schedule_heuristic_seconds) << t.name;
+      EXPECT_LT(t.schedule_seconds, 0.98 * t.schedule_heuristic_seconds - 5e-6) << t.name;
     }
   }
   // The cache holds the schedule's choice: the same realize again reads it, searching nothing.
