@@ -287,9 +287,6 @@ int bench_command(const std::vector<std::string_view>& args) {
   }
   std::vector<bench::CaseResult> results;
   if (options.beam > 0) {
-    // The heuristics' figures open the devices before any search: Mesa's shader disk cache is
-    // turned off here, as a process that starts searching turns it off (engine/backends.cpp).
-    ::setenv("MESA_SHADER_CACHE_DISABLE", "true", /*overwrite=*/0);
     std::vector<bench::CaseResult> heuristic;
     {
       fmt::print("with the heuristics' kernels (the BEAM cache not read)\n");
