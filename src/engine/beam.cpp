@@ -47,11 +47,11 @@ constexpr size_t kMaxVariants = 4;
 // took less than kScheduleSeconds, at most kMaxScheduleRounds.
 constexpr int kMinScheduleRounds = 5;
 constexpr int kMaxScheduleRounds = 30;
+constexpr double kScheduleSeconds = 3.0;
 // In the schedule, another list than the heuristics' must also gain this much a launch: a kernel
 // of tens of microseconds (lavapipe's elementwise kernels) times 5-30% apart from one process to
 // the next with the same code.
 constexpr double kMinGainSeconds = 5e-6;
-constexpr double kScheduleSeconds = 3.0;
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
 std::vector<DType> slot_dtypes(const UOp& ast, size_t slots) {

@@ -177,12 +177,9 @@ void finish_searches(CachedSchedule& cs, const NormalizedGraph& g,
     BeamResult& r = s.result;
     TunedKernel t{s.name,    cs.runtime->name(),  to_string(r.opts), to_string(r.heuristic),
                   r.seconds, r.heuristic_seconds, r.tried,           s.search_seconds};
-    // The choice, by its launch position (a kernel whose launches all have variables keeps the
-    // search's winner).
-    auto it = std::find_if(choices.begin(), choices.end(), [&](const auto& c) {
-      return cs.schedule.kernels[c.first].ast.get() == cs.schedule.kernels[k].ast.get();
-    });
-    if (it != choices.end()) {
+    // The choice, by the kernel's first launch: the position it was searched at (a later launch
+    // of the same AST found it compiled).
+    if (auto it = choices.find(k); it != choices.end()) {
       const ScheduleChoice& c = it->second;
       const BeamVariant& v = r.variants.at(c.chosen);
       t.opts = to_string(v.opts);
