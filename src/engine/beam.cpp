@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,9 @@ constexpr int kRuns = 3;
 constexpr int kMaxRounds = 8;
 constexpr double kMaxSlowdown = 16.0;
 constexpr double kEarlyDrop = 1e-3;  // seconds (Search::time)
+// The heuristics' kernel is timed again between candidates once its last timing is this old
+// (seconds): a candidate's time is taken relative to its timings just before and after it.
+constexpr double kReferenceAge = 0.1;
 // The final paired look: the winner and the heuristics' kernel timed again, alternately, this
 // many times each; the winner stands only when it is this much faster.
 constexpr int kFinalRuns = 3;
@@ -134,24 +138,36 @@ class Search {
     reference_kernel_ = rt_.compile(p);
     run_alone(*reference_kernel_);  // lavapipe compiles a pipeline's code at its first dispatch
     warm_up();
-    const double t = time(*reference_kernel_, 0).value();
+    const double t = time_reference();
     reference_ = output();
     return {p.opts, t};
   }
 
-  // The heuristics' kernel and `winner`'s, timed again alternately (kFinalRuns runs each): a
-  // machine busy for a while (another pool's threads spinning down, a neighbour's job) would
-  // otherwise make whichever was timed in the busy stretch look slow. Each time is the minimum
-  // over the earlier and the new runs.
-  std::pair<double, double> retime(const std::vector<Opt>& winner, double reference_seconds,
-                                   double winner_seconds) {
-    const std::shared_ptr<CompiledKernel> w = rt_.compile(rt_.render(ast_, {.opts = winner}));
-    warm_up();
-    for (int i = 0; i < kFinalRuns; ++i) {
-      reference_seconds = std::min(reference_seconds, time(*reference_kernel_, 0).value());
-      winner_seconds = std::min(winner_seconds, time(*w, 0).value());
+  // The heuristics' kernel timed now; the fastest of its timings so far is `reference_best`.
+  double time_reference() {
+    const double t = time(*reference_kernel_, 0).value();
+    reference_best_ = std::min(reference_best_, t);
+    reference_at_ = std::chrono::steady_clock::now();
+    return t;
+  }
+  double reference_best() const { return reference_best_; }
+  // Seconds since the heuristics' kernel was last timed.
+  double reference_age() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - reference_at_).count();
+  }
+
+  // Each kernel's time relative to the heuristics' kernel timed just before and just after it
+  // (the faster of the two), the kernels timed in turn with the heuristics' between them.
+  std::vector<double> relative_times(std::span<const CompiledKernel* const> kernels) {
+    std::vector<double> out;
+    double before = time_reference();
+    for (const CompiledKernel* k : kernels) {
+      const double t = time(*k, 0).value();
+      const double after = time_reference();
+      out.push_back(t / std::min(before, after));
+      before = after;
     }
-    return {reference_seconds, winner_seconds};
+    return out;
   }
 
   // Each list's kernel, compiled on as many threads as the machine has (the runtimes compile
@@ -230,9 +246,10 @@ class Search {
   // The minimum of a run alone (it pays for cold caches and a device waking up) and kRuns runs
   // back to back in one submission (a GPU left idle while candidates compile clocks down, and a
   // lone dispatch then times several times slower than in a forward); nothing when the minimum
-  // exceeds `limit` (0: no limit), or already when the run alone exceeds twice `limit` and
-  // kEarlyDrop: the batch of a kernel that short costs nothing, and a lone dispatch of a few
-  // microseconds on a loaded machine (lavapipe's threads descheduled) can take ten times that.
+  // exceeds `limit` (0: no limit) and kEarlyDrop, or already when the run alone exceeds twice
+  // `limit` and kEarlyDrop: timing a kernel that short to the end costs nothing, and a lone
+  // dispatch of a few microseconds on a loaded machine (lavapipe's threads descheduled) can take
+  // ten times that.
   std::optional<double> time(const CompiledKernel& k, double limit) {
     const double alone = run_alone(k);
     if (limit > 0 && alone > 2 * limit && alone > kEarlyDrop) {
@@ -244,7 +261,7 @@ class Search {
     rt_.run(launches, &seconds);
     double best = alone;
     for (const double t : seconds) best = std::min(best, t);
-    if (limit > 0 && best > limit) {
+    if (limit > 0 && best > limit && best > kEarlyDrop) {
       ++slow_;
       return std::nullopt;
     }
@@ -273,6 +290,8 @@ class Search {
   DType out_dtype_;
   std::vector<uint8_t> reference_;
   std::shared_ptr<CompiledKernel> reference_kernel_;
+  double reference_best_ = std::numeric_limits<double>::infinity();
+  std::chrono::steady_clock::time_point reference_at_;
   int slow_ = 0;                   // candidates dropped by the time limit
   std::set<std::string> sources_;  // every kernel rendered so far
 };
@@ -333,30 +352,43 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   }
   res.searched = true;
   Search s(rt, ast, slot_bytes);
+  // A candidate's time is kept relative to the heuristics' kernel timed just before and just
+  // after it (the faster of the two): on a shared machine other work slows every kernel for
+  // seconds at a time (lavapipe here: a 10 ms convolution's timings 1.4-1.9x its best for half
+  // of a minute, in stretches of a second or more), and lists timed apart would otherwise be
+  // ranked by when they ran. `relative` 1 is the heuristics' list.
   struct Candidate {
     std::vector<Opt> opts;
-    double seconds;
-    double parent = 0;  // the time of the list it extends (infinity for a root)
+    double relative;
+    double parent = 0;  // the relative time of the list it extends (infinity for a root)
+    std::shared_ptr<CompiledKernel> kernel = {};
   };
   constexpr double kRoot = std::numeric_limits<double>::infinity();
-  std::tie(res.heuristic, res.heuristic_seconds) = s.reference();
+  res.heuristic = s.reference().first;
   std::set<std::string> seen{to_string(res.heuristic)};
-  std::vector<Candidate> beam{{res.heuristic, res.heuristic_seconds, kRoot}};
-  Candidate best = beam[0];
-  std::vector<BeamVariant> fastest;  // the fastest lists timed but the heuristics', fastest first
+  const Candidate beam_root{res.heuristic, 1.0, kRoot, s.reference_kernel()};
+  std::vector<Candidate> beam{beam_root};
+  Candidate best = beam_root;
+  struct Kept {
+    std::vector<Opt> opts;
+    double relative;
+    std::shared_ptr<CompiledKernel> kernel;
+  };
+  std::vector<Kept> fastest;  // the fastest lists timed but the heuristics', fastest first
   auto keep = [&](const Candidate& c, const std::shared_ptr<CompiledKernel>& k) {
     const auto at = std::find_if(fastest.begin(), fastest.end(),
-                                 [&](const BeamVariant& v) { return c.seconds < v.seconds; });
+                                 [&](const Kept& v) { return c.relative < v.relative; });
     if (at - fastest.begin() >= static_cast<std::ptrdiff_t>(kMaxVariants - 1)) return;
-    fastest.insert(at, {c.opts, c.seconds, k});
+    fastest.insert(at, {c.opts, c.relative, k});
     if (fastest.size() > kMaxVariants - 1) fastest.pop_back();
   };
   // A candidate runs until it is kTimeoutFactor times slower than the list it extends or than
-  // kMaxSlowdown times the best so far (a root's only limit).
+  // kMaxSlowdown times the best so far (a root's only limit), relative to the heuristics' kernel.
   auto limit = [&](const Candidate& c) {
-    return std::min(c.parent, kMaxSlowdown * best.seconds) * kTimeoutFactor;
+    return std::min(c.parent, kMaxSlowdown * best.relative) * kTimeoutFactor;
   };
-  // The lists not seen before, compiled together, then timed one at a time.
+  // The lists not seen before, compiled together, then timed one at a time, the heuristics'
+  // kernel again between them once its last timing is kReferenceAge old, and after the last.
   auto try_lists = [&](const std::vector<Candidate>& lists, std::vector<Candidate>& into) {
     std::vector<Candidate> fresh;
     std::vector<std::vector<Opt>> opts;
@@ -367,20 +399,41 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       }
     const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(opts);
     s.warm_up();
+    struct Timed {
+      size_t index;
+      double seconds;
+      double before;  // the heuristics' kernel's time before it
+    };
+    std::vector<Timed> pending;
+    double before = s.time_reference();
+    auto settle = [&] {
+      const double after = s.time_reference();
+      for (const Timed& t : pending) {
+        const Candidate& f = fresh[t.index];
+        into.push_back({f.opts, t.seconds / std::min(t.before, after), f.parent, kernels[t.index]});
+        if (f.opts != res.heuristic) keep(into.back(), kernels[t.index]);
+      }
+      pending.clear();
+      before = after;
+    };
     for (size_t i = 0; i < fresh.size(); ++i) {
       ++res.tried;
-      const std::optional<double> t =
-          kernels[i] ? s.measure(*kernels[i], fresh[i].opts, limit(fresh[i])) : std::nullopt;
-      if (t) {
-        ++res.timed;
-        into.push_back({fresh[i].opts, *t, fresh[i].parent});
-        if (*t < best.seconds) best = into.back();
-        if (fresh[i].opts != res.heuristic) keep(into.back(), kernels[i]);
+      if (kernels[i]) {
+        const std::optional<double> t =
+            s.measure(*kernels[i], fresh[i].opts, limit(fresh[i]) * before);
+        if (t) {
+          ++res.timed;
+          pending.push_back({i, *t, before});
+          if (s.reference_age() > kReferenceAge) settle();
+        } else {
+          ++res.dropped;
+        }
       } else {
         ++res.dropped;
       }
-      if (progress) progress(res.tried, best.seconds);
+      if (progress) progress(res.tried, best.relative * s.reference_best());
     }
+    if (!pending.empty()) settle();
   };
   // The roots: the heuristics' list, the empty list and every list on the way from one to the
   // other (the heuristics' prefixes: a tile without the workgroup the heuristics then add).
@@ -388,6 +441,28 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   for (size_t n = 1; n < res.heuristic.size(); ++n)
     roots.push_back({{res.heuristic.begin(), res.heuristic.begin() + n}, 0, kRoot});
   try_lists(roots, beam);
+  // The lists a round keeps, timed twice more each (in turn, the heuristics' kernel between
+  // them): each keeps the median of its three relative times, so one timed in a quiet moment
+  // between two slow timings of the heuristics' kernel does not end the search early, then they
+  // are ranked again. The best so far is the fastest of those.
+  auto confirm = [&](std::vector<Candidate>& kept) {
+    std::vector<const CompiledKernel*> order;
+    for (int pass = 0; pass < 2; ++pass)
+      for (const Candidate& c : kept) order.push_back(c.kernel.get());
+    const std::vector<double> again = s.relative_times(order);
+    for (size_t i = 0; i < kept.size(); ++i) {
+      std::array<double, 3> m{kept[i].relative, again[i], again[i + kept.size()]};
+      std::sort(m.begin(), m.end());
+      kept[i].relative = m[1];
+    }
+    std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+      return a.relative < b.relative;
+    });
+    if (!kept.empty() && kept[0].relative < best.relative) best = kept[0];
+  };
+  std::erase_if(beam, [&](const Candidate& c) { return c.opts == res.heuristic; });
+  confirm(beam);
+  beam.insert(beam.begin(), beam_root);
   const std::vector<Opt> actions = beam_actions(ast);
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,
@@ -396,7 +471,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     std::vector<Candidate> lists;
     for (const Candidate& c : beam)
       for (const Opt& a : actions) {
-        lists.push_back({c.opts, 0, c.seconds});
+        lists.push_back({c.opts, 0, c.relative});
         lists.back().opts.push_back(a);
       }
     // The actions that stand alone (GEMM's variants) are reached from the empty list only: the
@@ -407,27 +482,41 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
         if (a.op == OptOp::GEMM) lists.push_back({{a}, 0, kRoot});
     std::vector<Candidate> next;
     try_lists(lists, next);
-    std::erase_if(next, [](const Candidate& c) { return !(c.seconds < c.parent); });
+    std::erase_if(next, [](const Candidate& c) { return !(c.relative < c.parent); });
     if (next.empty()) break;
-    std::stable_sort(next.begin(), next.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.seconds < b.seconds; });
+    std::stable_sort(next.begin(), next.end(), [](const Candidate& a, const Candidate& b) {
+      return a.relative < b.relative;
+    });
     if (next.size() > static_cast<size_t>(width)) next.resize(static_cast<size_t>(width));
+    confirm(next);
     if (debug_level() >= 2)
-      std::fprintf(stderr, "beam: round %d: %d tried, best %s %.3f ms\n", round, res.tried,
-                   to_string(next[0].opts).c_str(), next[0].seconds * 1e3);
+      std::fprintf(stderr, "beam: round %d: %d tried, best %s %.3f ms (%.3fx the heuristics')\n",
+                   round, res.tried, to_string(next[0].opts).c_str(),
+                   next[0].relative * s.reference_best() * 1e3, next[0].relative);
     beam = std::move(next);
   }
+  // The winner stands when it stays kMinGain faster than the heuristics' kernel in kFinalRuns
+  // more timings between the heuristics' (the median of them).
   if (best.opts != res.heuristic) {
-    std::tie(res.heuristic_seconds, best.seconds) =
-        s.retime(best.opts, res.heuristic_seconds, best.seconds);
-    if (!(best.seconds < res.heuristic_seconds * (1 - kMinGain)))
-      best = {res.heuristic, res.heuristic_seconds};
+    std::vector<double> last =
+        s.relative_times(std::vector<const CompiledKernel*>(kFinalRuns, best.kernel.get()));
+    std::sort(last.begin(), last.end());
+    best.relative = last[last.size() / 2];
+    if (!(best.relative < 1 - kMinGain)) best = beam_root;
   }
+  const double unit = s.reference_best();
   res.opts = best.opts;
-  res.seconds = best.seconds;
+  res.seconds = best.relative * unit;
+  res.heuristic_seconds = unit;
   res.slow = s.slow();
-  res.variants.push_back({res.heuristic, res.heuristic_seconds, s.reference_kernel()});
-  for (BeamVariant& v : fastest) res.variants.push_back(std::move(v));
+  res.variants.push_back({res.heuristic, unit, s.reference_kernel()});
+  if (best.opts != res.heuristic) res.variants.push_back({best.opts, res.seconds, best.kernel});
+  for (Kept& k : fastest)
+    if (res.variants.size() < kMaxVariants && k.opts != best.opts)
+      res.variants.push_back({std::move(k.opts), k.relative * unit, k.kernel});
+  std::stable_sort(
+      res.variants.begin() + 1, res.variants.end(),
+      [](const BeamVariant& a, const BeamVariant& b) { return a.seconds < b.seconds; });
   return res;
 }
 

@@ -6,11 +6,15 @@
 // action (beam_actions: every Opt op on every axis at the usual amounts; the
 // target's limits are apply_opts's checks, so an illegal one fails to render and is dropped) and
 // keeps the `width` fastest of the extensions that are faster than the list they extend; it
-// stops when no extension is. A candidate's time is the minimum of a run alone and a few runs
-// back to back; one that fails to render or compile, runs past a multiple of the list it
-// extends or of the best time so far, or whose output differs from the heuristics' kernel on
-// the same random inputs (exact for integers, a tolerance for floats) is dropped. The winner is
-// the fastest list timed. Kernels with variables keep the heuristics.
+// stops when no extension is. A candidate's time (the minimum of a run alone and a few runs back
+// to back) is kept relative to the heuristics' kernel timed just before and after it, so that a
+// machine slowed by other work for seconds at a time does not rank lists by when they ran; the
+// lists a round keeps are timed twice more and keep the median of the three. One that fails to
+// render or compile, runs past a multiple of the list it extends or of the best time so far, or
+// whose output differs from the heuristics' kernel on the same random inputs (exact for
+// integers, a tolerance for floats) is dropped. The winner is the fastest list kept, when it
+// stays faster than the heuristics' in a last few paired timings. Kernels with variables keep
+// the heuristics.
 //
 // A kernel timed alone, its operands in cache from the run before, ranks lists otherwise than
 // the model's forward does, where its operands come from other kernels or from memory (a
