@@ -131,16 +131,16 @@ class Search {
   Search(const Search&) = delete;
   Search& operator=(const Search&) = delete;
 
-  // The heuristics' kernel: its list, its time and its output, the reference.
-  std::pair<std::vector<Opt>, double> reference() {
+  // The heuristics' kernel, its first timing and its output, the reference; returns its list.
+  std::vector<Opt> reference() {
     const Program p = rt_.render(ast_, {.optimize = true});
     sources_.insert(p.source);
     reference_kernel_ = rt_.compile(p);
     run_alone(*reference_kernel_);  // lavapipe compiles a pipeline's code at its first dispatch
     warm_up();
-    const double t = time_reference();
+    time_reference();
     reference_ = output();
-    return {p.opts, t};
+    return p.opts;
   }
 
   // The heuristics' kernel timed now; the fastest of its timings so far is `reference_best`.
@@ -364,22 +364,18 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     std::shared_ptr<CompiledKernel> kernel = {};
   };
   constexpr double kRoot = std::numeric_limits<double>::infinity();
-  res.heuristic = s.reference().first;
+  res.heuristic = s.reference();
   std::set<std::string> seen{to_string(res.heuristic)};
   const Candidate beam_root{res.heuristic, 1.0, kRoot, s.reference_kernel()};
   std::vector<Candidate> beam{beam_root};
   Candidate best = beam_root;
-  struct Kept {
-    std::vector<Opt> opts;
-    double relative;
-    std::shared_ptr<CompiledKernel> kernel;
-  };
-  std::vector<Kept> fastest;  // the fastest lists timed but the heuristics', fastest first
-  auto keep = [&](const Candidate& c, const std::shared_ptr<CompiledKernel>& k) {
+  auto faster = [](const Candidate& a, const Candidate& b) { return a.relative < b.relative; };
+  std::vector<Candidate> fastest;  // the fastest lists timed but the heuristics', fastest first
+  auto keep = [&](const Candidate& c) {
     const auto at = std::find_if(fastest.begin(), fastest.end(),
-                                 [&](const Kept& v) { return c.relative < v.relative; });
+                                 [&](const Candidate& v) { return faster(c, v); });
     if (at - fastest.begin() >= static_cast<std::ptrdiff_t>(kMaxVariants - 1)) return;
-    fastest.insert(at, {c.opts, c.relative, k});
+    fastest.insert(at, c);
     if (fastest.size() > kMaxVariants - 1) fastest.pop_back();
   };
   // A candidate runs until it is kTimeoutFactor times slower than the list it extends or than
@@ -387,8 +383,9 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   auto limit = [&](const Candidate& c) {
     return std::min(c.parent, kMaxSlowdown * best.relative) * kTimeoutFactor;
   };
-  // The lists not seen before, compiled together, then timed one at a time, the heuristics'
-  // kernel again between them once its last timing is kReferenceAge old, and after the last.
+  // The lists not seen before (never the heuristics'), compiled together, then timed one at a
+  // time, the heuristics' kernel again between them once its last timing is kReferenceAge old,
+  // and after the last.
   auto try_lists = [&](const std::vector<Candidate>& lists, std::vector<Candidate>& into) {
     std::vector<Candidate> fresh;
     std::vector<std::vector<Opt>> opts;
@@ -411,7 +408,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       for (const Timed& t : pending) {
         const Candidate& f = fresh[t.index];
         into.push_back({f.opts, t.seconds / std::min(t.before, after), f.parent, kernels[t.index]});
-        if (f.opts != res.heuristic) keep(into.back(), kernels[t.index]);
+        keep(into.back());
       }
       pending.clear();
       before = after;
@@ -440,7 +437,8 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   std::vector<Candidate> roots{{{}, 0, kRoot}};
   for (size_t n = 1; n < res.heuristic.size(); ++n)
     roots.push_back({{res.heuristic.begin(), res.heuristic.begin() + n}, 0, kRoot});
-  try_lists(roots, beam);
+  std::vector<Candidate> timed_roots;
+  try_lists(roots, timed_roots);
   // The lists a round keeps, timed twice more each (in turn, the heuristics' kernel between
   // them): each keeps the median of its three relative times, so one timed in a quiet moment
   // between two slow timings of the heuristics' kernel does not end the search early, then they
@@ -455,14 +453,11 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       std::sort(m.begin(), m.end());
       kept[i].relative = m[1];
     }
-    std::stable_sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
-      return a.relative < b.relative;
-    });
+    std::stable_sort(kept.begin(), kept.end(), faster);
     if (!kept.empty() && kept[0].relative < best.relative) best = kept[0];
   };
-  std::erase_if(beam, [&](const Candidate& c) { return c.opts == res.heuristic; });
-  confirm(beam);
-  beam.insert(beam.begin(), beam_root);
+  confirm(timed_roots);
+  beam.insert(beam.end(), timed_roots.begin(), timed_roots.end());
   const std::vector<Opt> actions = beam_actions(ast);
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,
@@ -484,9 +479,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
     try_lists(lists, next);
     std::erase_if(next, [](const Candidate& c) { return !(c.relative < c.parent); });
     if (next.empty()) break;
-    std::stable_sort(next.begin(), next.end(), [](const Candidate& a, const Candidate& b) {
-      return a.relative < b.relative;
-    });
+    std::stable_sort(next.begin(), next.end(), faster);
     if (next.size() > static_cast<size_t>(width)) next.resize(static_cast<size_t>(width));
     confirm(next);
     if (debug_level() >= 2)
@@ -511,7 +504,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   res.slow = s.slow();
   res.variants.push_back({res.heuristic, unit, s.reference_kernel()});
   if (best.opts != res.heuristic) res.variants.push_back({best.opts, res.seconds, best.kernel});
-  for (Kept& k : fastest)
+  for (Candidate& k : fastest)
     if (res.variants.size() < kMaxVariants && k.opts != best.opts)
       res.variants.push_back({std::move(k.opts), k.relative * unit, k.kernel});
   std::stable_sort(
