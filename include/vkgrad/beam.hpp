@@ -16,7 +16,7 @@ namespace vkgrad {
 struct BeamOptions {
   int width = 0;          // candidates kept per round; 0: no search
   bool use_cache = true;  // read cached winners (a kernel found there is not searched)
-  bool progress = false;  // print one updating line per kernel searched (stderr)
+  bool progress = false;  // print a line per kernel searched (stderr; updating on a terminal)
 };
 
 // Kernels compiled while it is alive use `options`. Kernels compiled before keep their code, so

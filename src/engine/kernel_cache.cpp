@@ -2,6 +2,7 @@
 // device and interned kernel AST, so one AST compiles once per device) and the kernel timing
 // totals behind kernel_times().
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -126,8 +127,10 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
   }
   const auto t0 = Clock::now();
   const std::string name = kernel_name(k.ast);
+  // The updating line only on a terminal: in a log each update would be a line of its own.
+  static const bool terminal = isatty(fileno(stderr)) != 0;
   std::function<void(int, double)> progress;
-  if (settings.progress)
+  if (settings.progress && terminal)
     progress = [&](int tried, double best) {
       std::fprintf(stderr, "\r  tuning %-40s %4d tried, best %9.3f ms", name.c_str(), tried,
                    best * 1e3);
@@ -135,8 +138,9 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
   BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)
-    std::fprintf(stderr, "\r  tuned  %-40s %4d tried, %9.3f -> %9.3f ms  %s\n", name.c_str(),
-                 r.tried, r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
+    std::fprintf(stderr, "%s  tuned  %-40s %4d tried, %9.3f -> %9.3f ms  %s\n",
+                 terminal ? "\r" : "", name.c_str(), r.tried, r.heuristic_seconds * 1e3,
+                 r.seconds * 1e3, to_string(r.opts).c_str());
   if (!r.searched) return std::nullopt;
   {
     std::lock_guard s(g_stats_mu);
