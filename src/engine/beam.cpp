@@ -564,12 +564,15 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
     }
     runs.push_back(k);
   }
-  // best[kernel][variant][launch]: the launch's minimum over the rounds.
-  std::map<size_t, std::vector<std::vector<double>>> best;
+  // per_round[kernel][variant][round]: the time of the kernel's launches together in the round
+  // (the fastest pass of the round that ran the variant).
+  std::map<size_t, std::vector<std::vector<double>>> per_round;
   for (const auto& [k, at] : launches_of)
-    best[k].assign(variants_of[k]->size(),
-                   std::vector<double>(at.size(), std::numeric_limits<double>::infinity()));
+    per_round[k].assign(
+        variants_of[k]->size(),
+        std::vector<double>(kMaxScheduleRounds, std::numeric_limits<double>::infinity()));
   const auto start = std::chrono::steady_clock::now();
+  size_t rounds = 0;
   // Round 0 is not timed: it pays each variant's first use.
   for (int round = 0; round <= kMaxScheduleRounds; ++round) {
     if (round > kMinScheduleRounds &&
@@ -591,18 +594,36 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
       rt.run(launches, &seconds);
       if (round == 0 || seconds.size() != launches.size()) continue;
       for (const auto& [k, at] : launches_of) {
-        std::vector<double>& b = best[k][std::min(turn, variants_of[k]->size() - 1)];
-        for (size_t j = 0; j < at.size(); ++j) b[j] = std::min(b[j], seconds[at[j]]);
+        double sum = 0;
+        for (size_t j : at) sum += seconds[j];
+        double& t = per_round[k][std::min(turn, variants_of[k]->size() - 1)][round - 1];
+        t = std::min(t, sum);
       }
     }
+    if (round > 0) rounds = static_cast<size_t>(round);
   }
+  // Each variant against the heuristics' kernel in the same round (the host's other work slows
+  // both alike), as the median over the rounds of the ratio of their times: the forward's median
+  // is what a user sees, and a list fast only in the quiet rounds does not win by them.
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? std::numeric_limits<double>::infinity() : v[v.size() / 2];
+  };
   std::map<size_t, ScheduleChoice> out;
-  for (const auto& [k, per_variant] : best) {
+  for (const auto& [k, times] : per_round) {
     ScheduleChoice& c = out[k];
-    for (const std::vector<double>& launches : per_variant) {
-      double sum = 0;
-      for (double t : launches) sum += t;
-      c.seconds.push_back(sum / static_cast<double>(launches.size()));
+    const double launches = static_cast<double>(launches_of.at(k).size());
+    std::vector<double> base;
+    for (size_t r = 0; r < rounds; ++r)
+      if (std::isfinite(times[0][r])) base.push_back(times[0][r]);
+    const double unit = median(base) / launches;
+    c.seconds.push_back(unit);
+    for (size_t u = 1; u < times.size(); ++u) {
+      std::vector<double> ratios;
+      for (size_t r = 0; r < rounds; ++r)
+        if (std::isfinite(times[u][r]) && std::isfinite(times[0][r]) && times[0][r] > 0)
+          ratios.push_back(times[u][r] / times[0][r]);
+      c.seconds.push_back(median(ratios) * unit);
     }
     for (size_t u = 1; u < c.seconds.size(); ++u)
       if (c.seconds[u] < c.seconds[c.chosen]) c.chosen = u;

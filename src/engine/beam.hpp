@@ -76,11 +76,13 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
 
 // The variants of each searched kernel of a schedule, timed where the model runs them: the whole
 // schedule runs on scratch outputs and intermediates (its inputs are read, never written) in
-// rounds, each variant of every searched kernel once a round (the others in order), and each
-// kernel's time per variant is its launches' minima over the rounds. `variants_of[k]`: schedule
-// kernel k's variants, null for a kernel not searched (it runs `kernels[k]`); kernels with
-// variables do not run. Per searched kernel (its first launch's index), the chosen variant: the
-// fastest, where it beats the heuristics' (variant 0) by kMinGain and 5 us, else 0.
+// rounds, each variant of every searched kernel once a round (the others in order). A variant's
+// time is the heuristics' median time over the rounds, times the median of its ratio to the
+// heuristics' in the same round (paired: the host's other work slows both alike).
+// `variants_of[k]`: schedule kernel k's variants, null for a kernel not searched (it runs
+// `kernels[k]`); kernels with variables do not run. Per searched kernel (its first launch's
+// index), the chosen variant: the fastest, where it beats the heuristics' (variant 0) by kMinGain
+// and 5 us, else 0.
 struct ScheduleChoice {
   size_t chosen = 0;
   std::vector<double> seconds;  // per variant: the time of one launch
