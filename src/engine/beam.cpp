@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -56,6 +55,13 @@ constexpr double kScheduleSeconds = 3.0;
 // of tens of microseconds (lavapipe's elementwise kernels) times 5-30% apart from one process to
 // the next with the same code.
 constexpr double kMinGainSeconds = 5e-6;
+
+// The middle value (the upper one of an even count); infinity for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::infinity();
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 // Each slot's element type, from the kernel's DEFINE_GLOBALs.
 std::vector<DType> slot_dtypes(const UOp& ast, size_t slots) {
@@ -449,9 +455,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       for (const Candidate& c : kept) order.push_back(c.kernel.get());
     const std::vector<double> again = s.relative_times(order);
     for (size_t i = 0; i < kept.size(); ++i) {
-      std::array<double, 3> m{kept[i].relative, again[i], again[i + kept.size()]};
-      std::sort(m.begin(), m.end());
-      kept[i].relative = m[1];
+      kept[i].relative = median({kept[i].relative, again[i], again[i + kept.size()]});
     }
     std::stable_sort(kept.begin(), kept.end(), faster);
     if (!kept.empty() && kept[0].relative < best.relative) best = kept[0];
@@ -491,10 +495,8 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   // The winner stands when it stays kMinGain faster than the heuristics' kernel in kFinalRuns
   // more timings between the heuristics' (the median of them).
   if (best.opts != res.heuristic) {
-    std::vector<double> last =
-        s.relative_times(std::vector<const CompiledKernel*>(kFinalRuns, best.kernel.get()));
-    std::sort(last.begin(), last.end());
-    best.relative = last[last.size() / 2];
+    best.relative =
+        median(s.relative_times(std::vector<const CompiledKernel*>(kFinalRuns, best.kernel.get())));
     if (!(best.relative < 1 - kMinGain)) best = beam_root;
   }
   const double unit = s.reference_best();
@@ -572,7 +574,6 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
         variants_of[k]->size(),
         std::vector<double>(kMaxScheduleRounds, std::numeric_limits<double>::infinity()));
   const auto start = std::chrono::steady_clock::now();
-  size_t rounds = 0;
   // Round 0 is not timed: it pays each variant's first use.
   for (int round = 0; round <= kMaxScheduleRounds; ++round) {
     if (round > kMinScheduleRounds &&
@@ -600,27 +601,23 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
         t = std::min(t, sum);
       }
     }
-    if (round > 0) rounds = static_cast<size_t>(round);
   }
   // Each variant against the heuristics' kernel in the same round (the host's other work slows
   // both alike), as the median over the rounds of the ratio of their times: the forward's median
-  // is what a user sees, and a list fast only in the quiet rounds does not win by them.
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? std::numeric_limits<double>::infinity() : v[v.size() / 2];
-  };
+  // is what a user sees, and a list fast only in the quiet rounds does not win by them. Rounds
+  // not run are infinite.
   std::map<size_t, ScheduleChoice> out;
   for (const auto& [k, times] : per_round) {
     ScheduleChoice& c = out[k];
     const double launches = static_cast<double>(launches_of.at(k).size());
     std::vector<double> base;
-    for (size_t r = 0; r < rounds; ++r)
-      if (std::isfinite(times[0][r])) base.push_back(times[0][r]);
+    for (double t : times[0])
+      if (std::isfinite(t)) base.push_back(t);
     const double unit = median(base) / launches;
     c.seconds.push_back(unit);
     for (size_t u = 1; u < times.size(); ++u) {
       std::vector<double> ratios;
-      for (size_t r = 0; r < rounds; ++r)
+      for (size_t r = 0; r < times[u].size(); ++r)
         if (std::isfinite(times[u][r]) && std::isfinite(times[0][r]) && times[0][r] > 0)
           ratios.push_back(times[u][r] / times[0][r]);
       c.seconds.push_back(median(ratios) * unit);
