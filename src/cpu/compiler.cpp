@@ -246,14 +246,18 @@ const CompilerInfo& Compiler::info() const {
   return info_;
 }
 
-std::shared_ptr<Compiler::Slot> Compiler::slot(const std::string& key) {
+std::shared_ptr<Compiler::Slot> Compiler::slot(const std::string& key, bool make) {
   std::lock_guard lock(mu_);
+  if (!make) {
+    auto it = slots_.find(key);
+    return it == slots_.end() ? nullptr : it->second;
+  }
   auto& s = slots_[key];
   if (!s) s = std::make_shared<Slot>();
   return s;
 }
 
-std::shared_ptr<Library> Compiler::compile(const std::string& source) {
+std::shared_ptr<Library> Compiler::compile(const std::string& source, CompilePurpose purpose) {
   const CompilerInfo& ci = info();
   if (ci.path.empty()) {
     const char* cc = env("CC");
@@ -263,12 +267,16 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
                                          "on PATH (or set CC)"));
   }
   const std::string key = cache_key(source, ci);
-  std::shared_ptr<Slot> s = slot(key);
-  std::lock_guard slot_lock(s->mu);
-  if (s->lib) {
-    std::lock_guard lock(mu_);
-    ++stats_.memory_hits;
-    return s->lib;
+  const bool trial = purpose == CompilePurpose::trial;
+  std::shared_ptr<Slot> s = slot(key, !trial);  // a trial keeps no slot, but uses an open one
+  std::unique_lock<std::mutex> slot_lock;
+  if (s) {
+    slot_lock = std::unique_lock(s->mu);
+    if (s->lib) {
+      std::lock_guard lock(mu_);
+      ++stats_.memory_hits;
+      return s->lib;
+    }
   }
 
   const fs::path dir = fs::path(cache_root_.empty() ? cache_dir() : cache_root_) / "cpu";
@@ -278,20 +286,20 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
     throw Error(fmt::format("cpu: cannot create cache folder {}: {}", dir.string(), ec.message()));
   const fs::path file = dir / (key + ".so");
 
-  auto open = [&](std::string* error) -> std::shared_ptr<Library> {
-    void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto open = [&](const fs::path& path, std::string* error) -> std::shared_ptr<Library> {
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* msg = ::dlerror();
       *error = msg != nullptr ? msg : "unknown dlopen error";
       return nullptr;
     }
-    return std::shared_ptr<Library>(new Library(handle, file.string()));
+    return std::shared_ptr<Library>(new Library(handle, path.string()));
   };
 
   // A cached file that will not open (truncated by a crash, foreign) is rebuilt and replaced.
   std::string error;
   std::shared_ptr<Library> lib;
-  if (fs::exists(file, ec) && (lib = open(&error))) {
+  if (fs::exists(file, ec) && (lib = open(file, &error))) {
     std::lock_guard lock(mu_);
     ++stats_.disk_hits;
   } else {
@@ -317,17 +325,19 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source) {
           "cpu: C compiler failed ({})\ncommand: {}\n--- compiler output ---\n{}--- source ---\n{}",
           describe(r), join(argv), r.output, source));
     }
-    fs::rename(temps.paths[1], file, ec);
+    // A trial's object is opened where it was built, then removed with the source.
+    const fs::path& built = trial ? temps.paths[1] : file;
+    if (!trial) fs::rename(temps.paths[1], file, ec);
     if (ec) {
       throw Error(fmt::format("cpu: cannot move {} to {}: {}", temps.paths[1].string(),
                               file.string(), ec.message()));
     }
-    if (!(lib = open(&error))) {
-      throw CompileError(fmt::format("cpu: dlopen {} failed: {}\n--- source ---\n{}", file.string(),
-                                     error, source));
+    if (!(lib = open(built, &error))) {
+      throw CompileError(fmt::format("cpu: dlopen {} failed: {}\n--- source ---\n{}",
+                                     built.string(), error, source));
     }
   }
-  s->lib = lib;
+  if (!trial) s->lib = lib;
   return lib;
 }
 

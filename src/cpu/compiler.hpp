@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device.hpp"  // CompilePurpose
+
 namespace vkgrad::cpu {
 
 // The uniform entry point of every generated kernel:
@@ -71,8 +73,11 @@ class Compiler {
   const CompilerInfo& info() const;
 
   // Compile (or find in a cache) and dlopen with RTLD_NOW | RTLD_LOCAL. Throws CompileError
-  // with the command, the compiler's output and the full source when compilation fails.
-  std::shared_ptr<Library> compile(const std::string& source);
+  // with the command, the compiler's output and the full source when compilation fails. A
+  // trial's object is read from the caches where it is there, else compiled to a temporary file
+  // removed once open: neither cache keeps it, and it closes with its last shared_ptr.
+  std::shared_ptr<Library> compile(const std::string& source,
+                                   CompilePurpose purpose = CompilePurpose::use);
   // dlsym; Error naming the symbol and the file if it is missing.
   KernelFn kernel(const std::shared_ptr<Library>& lib, const std::string& name) const;
 
@@ -89,7 +94,8 @@ class Compiler {
 
  private:
   struct Slot;  // one per key: serializes compiling it, keeps its Library open
-  std::shared_ptr<Slot> slot(const std::string& key);
+  // The key's slot; made where there is none unless `make` is false (then null).
+  std::shared_ptr<Slot> slot(const std::string& key, bool make = true);
 
   std::string cache_root_;
   mutable std::once_flag info_once_;

@@ -183,10 +183,11 @@ class CpuRuntime final : public Runtime {
   Program render(const UOp& ast, const CodegenOptions& options) override {
     return codegen(ast, options, target_);
   }
-  std::shared_ptr<CompiledKernel> compile(const Program& p) override {
+  using Runtime::compile;
+  std::shared_ptr<CompiledKernel> compile(const Program& p, CompilePurpose purpose) override {
     auto k = std::make_shared<CpuKernel>();
     k->name = p.name;
-    k->lib = Compiler::instance().compile(p.source);
+    k->lib = Compiler::instance().compile(p.source, purpose);
     k->fn = Compiler::instance().kernel(k->lib, p.name);
     k->parallel_size = p.parallel_size;
     k->vars = p.vars;

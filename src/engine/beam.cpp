@@ -193,7 +193,7 @@ class Search {
             std::lock_guard lock(sources_mu);
             if (!sources_.insert(p.source).second) continue;
           }
-          out[i] = rt_.compile(p);
+          out[i] = rt_.compile(p, CompilePurpose::trial);
         } catch (const Error& e) {  // an action that does not apply, a limit exceeded
           if (debug_level() >= 4)
             std::fprintf(stderr, "beam: %s: %s\n", to_string(lists[i]).c_str(), e.what());
@@ -400,7 +400,10 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
         fresh.push_back(l);
         opts.push_back(l.opts);
       }
+    const auto compile_start = std::chrono::steady_clock::now();
     const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(opts);
+    res.compile_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
     s.warm_up();
     struct Timed {
       size_t index;

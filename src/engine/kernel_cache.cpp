@@ -138,9 +138,10 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
   BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)
-    std::fprintf(stderr, "%s  tuned  %-40s %4d tried, %9.3f -> %9.3f ms  %s\n",
-                 terminal ? "\r" : "", name.c_str(), r.tried, r.heuristic_seconds * 1e3,
-                 r.seconds * 1e3, to_string(r.opts).c_str());
+    std::fprintf(stderr,
+                 "%s  tuned  %-40s %4d tried in %5.1f s (%4.1f compiling), %9.3f -> %9.3f ms  %s\n",
+                 terminal ? "\r" : "", name.c_str(), r.tried, ms_since(t0) / 1e3, r.compile_seconds,
+                 r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
   if (!r.searched) return std::nullopt;
   {
     std::lock_guard s(g_stats_mu);

@@ -20,6 +20,12 @@ class CompiledKernel {
   std::string name;
 };
 
+// What a kernel is compiled for. `trial`: a BEAM candidate, timed and then most likely dropped.
+// Its compile reads the on-disk caches but adds nothing to them (no SPIR-V or object file, no
+// entry in the driver's pipeline cache), and the runtime keeps nothing of it once the kernel is
+// released: a search compiles thousands.
+enum class CompilePurpose { use, trial };
+
 struct KernelLaunch {
   const CompiledKernel* kernel = nullptr;
   std::vector<void*> buffers;  // device memory handles, in DEFINE_GLOBAL slot order
@@ -62,7 +68,12 @@ class Runtime {
 
   // Kernel AST (sched/schedule.hpp) -> source for this device, then -> a launchable kernel.
   virtual Program render(const UOp& ast, const CodegenOptions& options) = 0;
-  virtual std::shared_ptr<CompiledKernel> compile(const Program& program) = 0;
+  // compile() may be called from several threads at once.
+  std::shared_ptr<CompiledKernel> compile(const Program& program) {
+    return compile(program, CompilePurpose::use);
+  }
+  virtual std::shared_ptr<CompiledKernel> compile(const Program& program,
+                                                  CompilePurpose purpose) = 0;
   // Run kernels in order; returns when all are done. Per-kernel seconds go to `seconds` when
   // it is not null (DEBUG=1 timing).
   virtual void run(std::span<const KernelLaunch> launches, std::vector<double>* seconds) = 0;

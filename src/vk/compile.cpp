@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <spirv-tools/libspirv.hpp>
 #include <sstream>
 #include <vkgrad/error.hpp>
@@ -67,10 +66,10 @@ std::string numbered(const std::string& source) {
 }
 
 std::vector<uint32_t> compile(const std::string& name, const std::string& source, Variant variant) {
-  // glslang keeps process-wide state (InitializeProcess, built-in symbol tables); one compile
-  // at a time keeps it simple, and a compile is well under a millisecond once warm.
-  static std::mutex mu;
-  std::lock_guard lock(mu);
+  // glslang's process-wide state (the built-in symbol tables, behind its own lock) is set up
+  // once; every other piece of a compile is the calling thread's own (its pool allocator, the
+  // shader and program objects), so threads compile in parallel: a BEAM search compiles its
+  // candidates on every core.
   static const bool initialized = glslang::InitializeProcess();
   (void)initialized;
 
@@ -165,7 +164,7 @@ bool write_file_atomically(const fs::path& path, std::string_view bytes) {
 }
 
 std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source,
-                                    Variant variant) {
+                                    Variant variant, CompilePurpose purpose) {
   const fs::path file = cache_dir() / (cache_key(source, variant) + ".spv");
   std::vector<uint32_t> spirv;
   // A cached file that is not SPIR-V (truncated, foreign) is compiled again and replaced.
@@ -181,8 +180,9 @@ std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& 
   if (spirv.empty()) {
     spirv = compile(name, source, variant);
     ++g_counters.spirv_compiled;
-    write_file_atomically(
-        file, std::string_view(reinterpret_cast<const char*>(spirv.data()), spirv.size() * 4));
+    if (purpose == CompilePurpose::use)
+      write_file_atomically(
+          file, std::string_view(reinterpret_cast<const char*>(spirv.data()), spirv.size() * 4));
   }
   if (spirv_validation_on()) validate(name, spirv, source);
   if (debug_level() >= 6) print_disassembly(name, spirv);

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/device.hpp"
+
 namespace vkgrad::vk {
 
 // How a kernel's buffers reach it. `descriptors`: a storage buffer per slot in set 0.
@@ -17,11 +19,12 @@ namespace vkgrad::vk {
 // through push-constant uvec2 device addresses (for buffers beyond maxStorageBufferRange).
 enum class Variant { descriptors, device_address };
 
-// SPIR-V for `source` in `variant`: from the disk cache, else compiled (and cached). Throws
+// SPIR-V for `source` in `variant`: from the disk cache, else compiled (and cached, unless the
+// compile is a trial). Thread-safe: glslang compiles on each calling thread. Throws
 // CompileError with glslang's log and the numbered source. Validates the result with spirv-val
 // rules when VKGRAD_VALIDATION=1 or VKGRAD_SPIRV_VAL=1; prints the disassembly under DEBUG>=6.
 std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source,
-                                    Variant variant);
+                                    Variant variant, CompilePurpose purpose = CompilePurpose::use);
 // The same compile (descriptor variant) without the disk cache or the counters: for the device
 // probes of quirks.hpp, which must not show in the compiles tests count.
 std::vector<uint32_t> glsl_to_spirv_uncached(const std::string& name, const std::string& source);

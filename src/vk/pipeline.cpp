@@ -72,6 +72,7 @@ void Pipelines::save() {
 
 void Pipelines::save_locked() {
   if (!dirty_) return;
+  std::unique_lock cache_lock(cache_mu_);
   size_t size = 0;
   if (vkGetPipelineCacheData(device->handle, cache_, &size, nullptr) != VK_SUCCESS) return;
   std::string data(size, '\0');
@@ -151,7 +152,7 @@ const Layout& Pipelines::layout(Binding binding, int buffers, uint32_t push_byte
 }
 
 VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t>& spirv,
-                             const Layout& layout) {
+                             const Layout& layout, CompilePurpose purpose) {
   VkDevice dev = device->handle;
   VkShaderModuleCreateInfo module_info{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module_info.codeSize = spirv.size() * sizeof(uint32_t);
@@ -173,16 +174,22 @@ VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t
   info.stage.pName = "main";
   info.layout = layout.pipeline;
   VkPipeline pipeline = VK_NULL_HANDLE;
+  const bool cached = purpose == CompilePurpose::use;
   VkResult r;
-  {
-    std::lock_guard lock(mu_);  // the cache is externally synchronized for saving
+  if (cached) {
+    std::shared_lock lock(cache_mu_);
     r = vkCreateComputePipelines(dev, cache_, 1, &info, nullptr, &pipeline);
-    if (r == VK_SUCCESS) {
+  } else {
+    r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
+  }
+  if (r == VK_SUCCESS) {
+    ++g_counters.pipelines_created;
+    if ((feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+        (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+      ++g_counters.pipeline_cache_hits;
+    if (cached) {
+      std::lock_guard lock(mu_);
       dirty_ = true;
-      ++g_counters.pipelines_created;
-      if ((feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
-          (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
-        ++g_counters.pipeline_cache_hits;
       if (std::chrono::steady_clock::now() - last_save_ > kSaveInterval) save_locked();
     }
   }
@@ -193,7 +200,7 @@ VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t
   return pipeline;
 }
 
-Kernel::Kernel(std::shared_ptr<Pipelines> pipelines, const Program& p)
+Kernel::Kernel(std::shared_ptr<Pipelines> pipelines, const Program& p, CompilePurpose purpose)
     : source(p.source),
       num_buffers(p.num_buffers),
       groups(p.groups),
@@ -202,11 +209,12 @@ Kernel::Kernel(std::shared_ptr<Pipelines> pipelines, const Program& p)
       push_bytes(p.push_bytes),
       vars(p.vars),
       launch_size(p.launch_size),
-      pipelines_(std::move(pipelines)) {
+      pipelines_(std::move(pipelines)),
+      purpose_(purpose) {
   name = p.name;
   // Slots the program does not describe are taken as written: a needless barrier is safe.
   writes.resize(static_cast<size_t>(num_buffers), true);
-  spirv_ = glsl_to_spirv(name, source, Variant::descriptors);
+  spirv_ = glsl_to_spirv(name, source, Variant::descriptors, purpose_);
 }
 
 Kernel::~Kernel() {
@@ -224,9 +232,10 @@ VkPipeline Kernel::pipeline(Binding binding) {
   if (slot == VK_NULL_HANDLE) {
     const Layout& l = layout(binding);
     if (binding == Binding::device_address)
-      slot = pipelines_->create(name, glsl_to_spirv(name, source, Variant::device_address), l);
+      slot = pipelines_->create(
+          name, glsl_to_spirv(name, source, Variant::device_address, purpose_), l, purpose_);
     else
-      slot = pipelines_->create(name, spirv_, l);
+      slot = pipelines_->create(name, spirv_, l, purpose_);
   }
   return slot;
 }

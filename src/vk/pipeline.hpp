@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -69,8 +70,9 @@ class Pipelines {
   // `texel`: the slots bound as uniform texel buffers (Program::texel; empty: none).
   const Layout& layout(Binding binding, int buffers, uint32_t push_bytes,
                        const std::vector<Program::Texel>& texel);
+  // Thread-safe; pipelines are created in parallel. A trial's pipeline bypasses the cache.
   VkPipeline create(const std::string& name, const std::vector<uint32_t>& spirv,
-                    const Layout& layout);
+                    const Layout& layout, CompilePurpose purpose);
   // Writes the pipeline cache to disk if it has new pipelines since the last save.
   void save();
 
@@ -78,7 +80,9 @@ class Pipelines {
 
  private:
   void save_locked();
-  std::mutex mu_;
+  std::mutex mu_;  // the layouts, dirty_ and last_save_
+  // Creations share the pipeline cache (the driver synchronizes them); a save reads it alone.
+  std::shared_mutex cache_mu_;
   std::map<std::tuple<Binding, int, uint32_t, std::vector<Program::Texel>>, Layout> layouts_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::filesystem::path cache_file_;
@@ -88,7 +92,8 @@ class Pipelines {
 
 class Kernel final : public CompiledKernel {
  public:
-  Kernel(std::shared_ptr<Pipelines> pipelines, const Program& program);
+  Kernel(std::shared_ptr<Pipelines> pipelines, const Program& program,
+         CompilePurpose purpose = CompilePurpose::use);
   ~Kernel() override;
 
   // The pipeline and its layout for `binding`, created on first use (thread-safe). The
@@ -107,6 +112,7 @@ class Kernel final : public CompiledKernel {
 
  private:
   std::shared_ptr<Pipelines> pipelines_;
+  CompilePurpose purpose_;
   std::vector<uint32_t> spirv_;  // descriptor variant
   std::mutex mu_;
   std::array<VkPipeline, kBindings> pipelines_by_binding_{};

@@ -131,9 +131,10 @@ class VulkanRuntime final : public Runtime {
   Program render(const UOp& ast, const CodegenOptions& options) override {
     return codegen(ast, options, target_);
   }
-  std::shared_ptr<CompiledKernel> compile(const Program& program) override {
+  using Runtime::compile;
+  std::shared_ptr<CompiledKernel> compile(const Program& program, CompilePurpose purpose) override {
     check_launch_shape(*ex_->device, program);
-    auto kernel = std::make_shared<Kernel>(ex_->pipelines, program);
+    auto kernel = std::make_shared<Kernel>(ex_->pipelines, program, purpose);
     // The pipeline run() binds is made now, so compile errors surface here.
     kernel->pipeline(ex_->device->caps.use_push_descriptor &&
                              static_cast<uint32_t>(program.num_buffers) <=

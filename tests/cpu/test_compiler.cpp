@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -146,6 +147,59 @@ TEST_F(CompilerTest, TheCompilerKeepsLibrariesOpen) {
   EXPECT_EQ(c.stats().compiles, 1);
   EXPECT_EQ(c.stats().memory_hits, 1);
   EXPECT_EQ(lib.use_count(), 2);  // ours and the Compiler's
+}
+
+// A trial (a BEAM candidate) is compiled and runs, but leaves no file and no open library behind:
+// the next trial of the same source compiles again, and a use of it then fills both caches.
+TEST_F(CompilerTest, ATrialLeavesNothingInTheCaches) {
+  Compiler c(dir_.string());
+  std::weak_ptr<Library> gone;
+  {
+    auto lib = c.compile(kAdd, CompilePurpose::trial);
+    gone = lib;
+    std::vector<float> x{1, 2}, y{3, 4}, out(2);
+    void* bufs[] = {out.data(), x.data(), y.data()};
+    c.kernel(lib, "add")(bufs, nullptr, 0, 2);
+    EXPECT_EQ(out, (std::vector<float>{4, 6}));
+    EXPECT_TRUE(cache_files().empty());
+  }
+  EXPECT_TRUE(gone.expired());  // closed with its last shared_ptr
+  c.compile(kAdd, CompilePurpose::trial);
+  EXPECT_EQ(c.stats().compiles, 2);
+  EXPECT_EQ(c.stats().memory_hits, 0);
+  auto used = c.compile(kAdd);
+  EXPECT_EQ(c.stats().compiles, 3);
+  EXPECT_EQ(cache_files().size(), 1u);
+  // A trial of a source already open or on disk takes it from there.
+  EXPECT_EQ(c.compile(kAdd, CompilePurpose::trial), used);
+  EXPECT_EQ(c.stats().memory_hits, 1);
+  Compiler other(dir_.string());
+  other.compile(kAdd, CompilePurpose::trial);
+  EXPECT_EQ(other.stats().disk_hits, 1);
+  EXPECT_EQ(other.stats().compiles, 0);
+}
+
+// Trials compile in parallel, each to its own temporary files, and each runs its own code.
+TEST_F(CompilerTest, TrialsCompileOnSeveralThreads) {
+  Compiler c(dir_.string());
+  constexpr int kThreads = 4;
+  std::vector<std::shared_ptr<Library>> libs(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::string source = kAdd;
+      source.replace(source.find("a[i] + b[i]"), 11, "a[i] + b[i] + " + std::to_string(t));
+      libs[static_cast<size_t>(t)] = c.compile(source, CompilePurpose::trial);
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<float> x{1}, y{2}, out(1);
+    void* bufs[] = {out.data(), x.data(), y.data()};
+    c.kernel(libs[static_cast<size_t>(t)], "add")(bufs, nullptr, 0, 1);
+    EXPECT_EQ(out[0], 3.0f + static_cast<float>(t)) << t;
+  }
+  EXPECT_EQ(c.stats().compiles, kThreads);
+  EXPECT_TRUE(cache_files().empty());
 }
 
 TEST_F(CompilerTest, DifferentSourcesGetDifferentFiles) {
