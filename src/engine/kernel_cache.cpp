@@ -143,6 +143,9 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
                  terminal ? "\r" : "", name.c_str(), r.tried, ms_since(t0) / 1e3, r.compile_seconds,
                  r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
   if (!r.searched) return std::nullopt;
+  // Cached at once, so that a tune cut short (a killed process, a time limit) keeps every search
+  // it finished; the schedule's choice among the variants replaces it when the schedule is built.
+  beam_cache_put(device, kernel, r.opts, r.seconds, r.heuristic_seconds);
   {
     std::lock_guard s(g_stats_mu);
     ++g_stats.beam_searches;

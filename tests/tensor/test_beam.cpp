@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <vkgrad/vkgrad.hpp>
 
@@ -270,6 +271,38 @@ TEST_P(BeamTest, ARealizeUnderBeamCachesItsSchedulesChoice) {
   }
   EXPECT_EQ(runtime_stats().beam_searches, 0);
   EXPECT_EQ(runtime_stats().beam_cache_hits, static_cast<int64_t>(tuned.size() - before));
+}
+
+// Each search's winner is cached when its search ends, before the schedule's other kernels are
+// searched: a tune cut short keeps what it finished. Seen from the last kernel's search.
+TEST_P(BeamTest, EachSearchIsCachedWhenItEnds) {
+  const CacheDir cache("each");
+  const Tensor a = make_tensor(random_values(12 * 20, -1, 1, 11), {12, 20}, dtypes::float32, dev());
+  const Tensor b = make_tensor(random_values(20 * 9, -1, 1, 12), {20, 9}, dtypes::float32, dev());
+  const Tensor y = a.matmul(b).exp().sum(1);
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(y)});
+  const Schedule s = build_schedule(g.key);
+  ASSERT_GE(s.kernels.size(), 2u);
+  auto out_bytes = [&](const ScheduleKernel& k) {
+    const ScheduleBuffer& sb = s.buffers.at(static_cast<size_t>(k.buffers.at(0)));
+    return static_cast<size_t>(sb.count) * static_cast<size_t>(sb.dtype.itemsize());
+  };
+  const size_t last_bytes = out_bytes(s.kernels.back());
+  ASSERT_NE(out_bytes(s.kernels.front()), last_bytes);
+  const std::string id = engine::runtime_of(dev()).identity(),
+                    first = to_string(s.kernels.front().ast);
+  int checked = 0;
+  std::optional<std::vector<Opt>> cached;
+  engine::set_beam_output_hook([&](const std::vector<Opt>&, std::vector<uint8_t>& out) {
+    if (out.size() == last_bytes && checked++ == 0) cached = engine::beam_cache_get(id, first);
+  });
+  {
+    const Beam beam({.width = 2});
+    (void)values_of(y);
+  }
+  engine::set_beam_output_hook(nullptr);
+  EXPECT_GT(checked, 0);
+  EXPECT_TRUE(cached.has_value());
 }
 
 TEST_P(BeamTest, ACorruptDatabaseIsRebuiltWithAWarning) {
