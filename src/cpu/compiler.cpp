@@ -327,10 +327,12 @@ std::shared_ptr<Library> Compiler::compile(const std::string& source, CompilePur
     }
     // A trial's object is opened where it was built, then removed with the source.
     const fs::path& built = trial ? temps.paths[1] : file;
-    if (!trial) fs::rename(temps.paths[1], file, ec);
-    if (ec) {
-      throw Error(fmt::format("cpu: cannot move {} to {}: {}", temps.paths[1].string(),
-                              file.string(), ec.message()));
+    if (!trial) {
+      fs::rename(temps.paths[1], file, ec);
+      if (ec) {
+        throw Error(fmt::format("cpu: cannot move {} to {}: {}", temps.paths[1].string(),
+                                file.string(), ec.message()));
+      }
     }
     if (!(lib = open(built, &error))) {
       throw CompileError(fmt::format("cpu: dlopen {} failed: {}\n--- source ---\n{}",

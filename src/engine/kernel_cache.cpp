@@ -136,11 +136,12 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
                    best * 1e3);
     };
   BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
+  const double search_seconds = ms_since(t0) / 1e3;
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)
     std::fprintf(stderr,
                  "%s  tuned  %-40s %4d tried in %5.1f s (%4.1f compiling), %9.3f -> %9.3f ms  %s\n",
-                 terminal ? "\r" : "", name.c_str(), r.tried, ms_since(t0) / 1e3, r.compile_seconds,
+                 terminal ? "\r" : "", name.c_str(), r.tried, search_seconds, r.compile_seconds,
                  r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
   if (!r.searched) return std::nullopt;
   // Cached at once, so that a tune cut short (a killed process, a time limit) keeps every search
@@ -152,7 +153,7 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
   }
   opts.opts = r.opts;
   opts.origin = "search";
-  return Searched{std::move(r), name, std::move(kernel), ms_since(t0) / 1e3};
+  return Searched{std::move(r), name, std::move(kernel), search_seconds};
 }
 
 // The searches of a schedule just built: the schedule chooses each kernel's variant
