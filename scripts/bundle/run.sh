@@ -7,7 +7,13 @@
 # the whole ends within it. Logs go to OUT; a summary is printed.
 #
 # Usage: run.sh OUT [SECONDS]   (default 560)
+# Environment: STEPS (default "tests bench tune pairs": the steps to run, in that order),
+# TUNE_ONLY (default resnet50,bert_encoder: the cases tuned and benched in pairs), DEBUG (passed
+# on: at 2 the tune logs each schedule's choice and the paired benches each forward's kernels).
 set -u
+steps=${STEPS:-tests bench tune pairs}
+cases=${TUNE_ONLY:-resnet50,bert_encoder}
+step() { [[ " $steps " == *" $1 "* ]]; }
 out=${1:?usage: run.sh OUT [SECONDS]}
 budget=${2:-560}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +35,7 @@ left() {
 grep -E '^(VULKAN|CPU|default)' "$out/info.txt"
 grep -q '^VULKAN' "$out/info.txt" || { say "no Vulkan device"; cat "$out/info.txt"; exit 1; }
 
+if step tests; then
 say "tests"
 jobs=$(nproc)
 shards=$((jobs > 2 ? jobs / 2 : 1))
@@ -36,6 +43,7 @@ filter='*VULKAN*:CrossDevice.*:DeviceNames.*:VulkanMath.*:VulkanNoFloat64.*:-*Be
 t=$(left 180 380)
 (
   export VKGRAD_VALIDATION=1
+  unset DEBUG
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "$t" "$here/test_tensor" \
       --gtest_filter="$filter" > "$out/tensor_vk_$i.log" 2>&1 &
@@ -60,28 +68,35 @@ for f in "$out"/*.log; do
   echo "$(basename "$f"): $summary"
 done
 grep -h '^\[  FAILED  \] [A-Za-z]' "$out"/*.log | sort -u | head -40
+fi
 
+if step bench; then
 say "bench"
 timeout "$(left 150 260)" "$here/vkgrad" bench --device VULKAN --json "$out/bench.json" \
   > "$out/bench.txt" 2>&1
 echo "bench exit status $?"
 grep -E '^[a-z_0-9]+ +[0-9.-]' "$out/bench.txt"
+fi
 
-say "tune"
 export VKGRAD_CACHE_DIR=$out/cache
-timeout "$(left 240 100)" "$here/vkgrad" tune --device VULKAN --only resnet50,bert_encoder \
+if step tune; then
+say "tune"
+if step pairs; then reserve=100; else reserve=0; fi
+timeout "$(left "$budget" "$reserve")" "$here/vkgrad" tune --device VULKAN --only "$cases" \
   --beam 4 > "$out/tune.txt" 2>&1
 echo "tune exit status $? (124: cut short by the budget; what it tuned stays cached)"
 grep -E 'tuned |kernels searched \(BEAM' "$out/tune.txt" | tail -30
+fi
 
+step pairs || { say "done"; exit 0; }
 say "paired benches: heuristics (h) and the tuned lists (t)"
 for round in 1 2 3; do
   for side in h t; do
     [ "$(left 30 0)" -gt 20 ] || break 2
     if [ $side = h ]; then ignore=1; else ignore=0; fi
     VKGRAD_IGNORE_BEAM_CACHE=$ignore timeout "$(left 30 0)" "$here/vkgrad" bench --device VULKAN \
-      --only resnet50,resnet50_jit,bert_encoder,bert_encoder_jit > "$out/pair_${side}_$round.txt" 2>&1
-    echo "$side$round: $(grep -E '^(resnet50|bert_encoder)' "$out/pair_${side}_$round.txt" |
+      --only "$cases,${cases//,/_jit,}_jit" > "$out/pair_${side}_$round.txt" 2>&1
+    echo "$side$round: $(grep -E "^(${cases//,/|})" "$out/pair_${side}_$round.txt" |
       awk '{printf "%s %s %s (kernels %s) | ", $1, $2, $3, $4}')"
   done
 done
