@@ -57,6 +57,10 @@ constexpr double kScheduleSeconds = 3.0;
 constexpr double kMinGainSeconds = 5e-6;
 
 // The middle value (the upper one of an even count); infinity for none.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return std::numeric_limits<double>::infinity();
   std::sort(v.begin(), v.end());
@@ -133,6 +137,10 @@ class Search {
   }
   ~Search() { release(); }
   int slow() const { return slow_; }
+  // Wall time in candidates' first runs with their output's check (Search::measure), and in
+  // timing runs: the candidates', the heuristics' kernel's between them, the warm-ups.
+  double check_seconds() const { return check_seconds_; }
+  double timing_seconds() const { return timing_seconds_; }
   const std::shared_ptr<CompiledKernel>& reference_kernel() const { return reference_kernel_; }
   Search(const Search&) = delete;
   Search& operator=(const Search&) = delete;
@@ -158,9 +166,7 @@ class Search {
   }
   double reference_best() const { return reference_best_; }
   // Seconds since the heuristics' kernel was last timed.
-  double reference_age() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - reference_at_).count();
-  }
+  double reference_age() const { return seconds_since(reference_at_); }
 
   // Each kernel's time relative to the heuristics' kernel timed just before and just after it
   // (the faster of the two), the kernels timed in turn with the heuristics' between them.
@@ -220,9 +226,8 @@ class Search {
     if (seconds <= 0 || !reference_kernel_) return;
     const std::vector<KernelLaunch> batch(16, KernelLaunch{reference_kernel_.get(), bufs_});
     const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-           seconds)
-      rt_.run(batch, nullptr);
+    while (seconds_since(start) < seconds) rt_.run(batch, nullptr);
+    timing_seconds_ += seconds_since(start);
   }
   // The kernel's time, or nothing when it is dropped (another output, or too slow). The output
   // is checked after the first run, before any limit applies: every candidate that runs is
@@ -233,13 +238,16 @@ class Search {
   // to compile).
   std::optional<double> measure(const CompiledKernel& k, const std::vector<Opt>& opts,
                                 double limit) {
+    const auto start = std::chrono::steady_clock::now();
     run_alone(k);
     std::vector<uint8_t> out = output();
     {
       std::lock_guard lock(g_hook_mu);
       if (g_hook) g_hook(opts, out);
     }
-    if (!same_output(out_dtype_, out, reference_)) {
+    const bool same = same_output(out_dtype_, out, reference_);
+    check_seconds_ += seconds_since(start);
+    if (!same) {
       if (debug_level() >= 1)
         std::fprintf(stderr, "beam: %s gives another output than the heuristics' kernel: dropped\n",
                      to_string(opts).c_str());
@@ -257,14 +265,17 @@ class Search {
   // dispatch of a few microseconds on a loaded machine (lavapipe's threads descheduled) can take
   // ten times that.
   std::optional<double> time(const CompiledKernel& k, double limit) {
+    const auto start = std::chrono::steady_clock::now();
     const double alone = run_alone(k);
     if (limit > 0 && alone > 2 * limit && alone > kEarlyDrop) {
       ++slow_;
+      timing_seconds_ += seconds_since(start);
       return std::nullopt;
     }
     const std::vector<KernelLaunch> launches(kRuns, KernelLaunch{&k, bufs_});
     std::vector<double> seconds;
     rt_.run(launches, &seconds);
+    timing_seconds_ += seconds_since(start);
     double best = alone;
     for (const double t : seconds) best = std::min(best, t);
     if (limit > 0 && best > limit && best > kEarlyDrop) {
@@ -298,6 +309,7 @@ class Search {
   std::shared_ptr<CompiledKernel> reference_kernel_;
   double reference_best_ = std::numeric_limits<double>::infinity();
   std::chrono::steady_clock::time_point reference_at_;
+  double check_seconds_ = 0, timing_seconds_ = 0;
   int slow_ = 0;                   // candidates dropped by the time limit
   std::set<std::string> sources_;  // every kernel rendered so far
 };
@@ -402,8 +414,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
       }
     const auto compile_start = std::chrono::steady_clock::now();
     const std::vector<std::shared_ptr<CompiledKernel>> kernels = s.build(opts);
-    res.compile_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+    res.compile_seconds += seconds_since(compile_start);
     s.warm_up();
     struct Timed {
       size_t index;
@@ -507,6 +518,8 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   res.seconds = best.relative * unit;
   res.heuristic_seconds = unit;
   res.slow = s.slow();
+  res.check_seconds = s.check_seconds();
+  res.timing_seconds = s.timing_seconds();
   res.variants.push_back({res.heuristic, unit, s.reference_kernel()});
   if (best.opts != res.heuristic) res.variants.push_back({best.opts, res.seconds, best.kernel});
   for (Candidate& k : fastest)
@@ -579,10 +592,7 @@ std::map<size_t, ScheduleChoice> choose_in_schedule(
   const auto start = std::chrono::steady_clock::now();
   // Round 0 is not timed: it pays each variant's first use.
   for (int round = 0; round <= kMaxScheduleRounds; ++round) {
-    if (round > kMinScheduleRounds &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
-            kScheduleSeconds)
-      break;
+    if (round > kMinScheduleRounds && seconds_since(start) > kScheduleSeconds) break;
     for (size_t i = 0; i < variants; ++i) {
       const size_t turn = (i + static_cast<size_t>(round)) % variants;
       std::vector<KernelLaunch> launches;

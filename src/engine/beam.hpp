@@ -63,8 +63,10 @@ struct BeamResult {
   int tried = 0, dropped = 0;    // candidates tried, candidates dropped
   int timed = 0;                 // candidates that ran within the time limit
   int slow = 0;                  // candidates dropped for running past it
-  double compile_seconds = 0;    // wall time spent rendering and compiling candidates
-  bool searched = false;         // false: the kernel was not searchable (variables)
+  // Wall time spent rendering and compiling candidates, running each once and checking its
+  // output, and timing them (the heuristics' kernel between them and the warm-ups included).
+  double compile_seconds = 0, check_seconds = 0, timing_seconds = 0;
+  bool searched = false;  // false: the kernel was not searchable (variables)
   // The heuristics' kernel first, then the fastest other lists timed (kMaxVariants in all),
   // fastest first; empty when the kernel was not searched.
   std::vector<BeamVariant> variants;

@@ -140,9 +140,11 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)
     std::fprintf(stderr,
-                 "%s  tuned  %-40s %4d tried in %5.1f s (%4.1f compiling), %9.3f -> %9.3f ms  %s\n",
+                 "%s  tuned  %-40s %4d tried in %5.1f s (%4.1f compiling, %4.1f first runs, %4.1f "
+                 "timing), %9.3f -> %9.3f ms  %s\n",
                  terminal ? "\r" : "", name.c_str(), r.tried, search_seconds, r.compile_seconds,
-                 r.heuristic_seconds * 1e3, r.seconds * 1e3, to_string(r.opts).c_str());
+                 r.check_seconds, r.timing_seconds, r.heuristic_seconds * 1e3, r.seconds * 1e3,
+                 to_string(r.opts).c_str());
   if (!r.searched) return std::nullopt;
   // Cached at once, so that a tune cut short (a killed process, a time limit) keeps every search
   // it finished; the schedule's choice among the variants replaces it when the schedule is built.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,10 +56,18 @@ TEST_P(BeamTest, FindsAListNoSlowerThanTheHeuristics) {
   const Tensor b = Tensor::empty({24, 16}, dtypes::float32, dev());
   const Kernel k = kernel_of(a.matmul(b));
   Runtime& rt = engine::runtime_of(dev());
+  const auto start = std::chrono::steady_clock::now();
   const engine::BeamResult r = engine::beam_search(rt, k.ast, k.bytes, 2);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_TRUE(r.searched);
   EXPECT_GT(r.tried, 10);
   EXPECT_LE(r.seconds, r.heuristic_seconds);
+  // The search's time in its parts: each was spent, and together they fit in its wall time.
+  EXPECT_GT(r.compile_seconds, 0);
+  EXPECT_GT(r.check_seconds, 0);
+  EXPECT_GT(r.timing_seconds, 0);
+  EXPECT_LE(r.compile_seconds + r.check_seconds + r.timing_seconds, wall);
   // The winner renders and compiles (its output was compared with the heuristics' kernel).
   EXPECT_NO_THROW(rt.compile(rt.render(k.ast, {.opts = r.opts})));
 }
