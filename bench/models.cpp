@@ -29,13 +29,22 @@ struct Network {
   std::shared_ptr<void> model;  // keeps the model alive
 };
 
+// While alive, no kernel is searched: a model's parameters' initialization is no part of its
+// forward or step, and `vkgrad tune` (an enclosing BEAM override) searches those only. The BEAM
+// cache is read as before (not under `vkgrad bench --beam`'s heuristics or
+// VKGRAD_IGNORE_BEAM_CACHE).
+Beam no_search() {
+  BeamOptions options = beam_options();
+  options.width = 0;
+  options.progress = false;
+  return Beam(options);
+}
+
 template <class M>
 Network network(M model, Shape input, const std::string& device) {
   auto m = std::make_shared<M>(std::move(model));
   {
-    // The parameters' initialization is no part of the forward: `vkgrad tune` (an enclosing
-    // BEAM override) searches the forward's kernels only.
-    Beam setup({.width = 0});
+    const Beam setup = no_search();
     m->to(device);
   }
   return {[m](const Tensor& x) { return m->forward(x); }, std::move(input), m};
@@ -138,7 +147,7 @@ Row resnet18_train_case(Suite& s, bool jit) {
   Tensor::manual_seed(13);
   models::ResNet model = models::resnet18(kClasses);
   {
-    Beam setup({.width = 0});
+    const Beam setup = no_search();
     model.to(s.device);
   }
   // The whole state: the running statistics are the optimizer's buffers, realized with each step.

@@ -33,6 +33,11 @@ class Beam {
   std::optional<BeamOptions> saved_;  // the override it replaced
 };
 
+// The options kernels compile with now: the innermost live Beam's, else the environment's.
+// `BeamOptions o = beam_options(); o.width = 0; Beam quiet(o);` stops searching and leaves
+// the rest as it was.
+BeamOptions beam_options();
+
 // One kernel a search tuned in this process.
 struct TunedKernel {
   std::string name;              // as Tensor::schedule() and DEBUG output name it

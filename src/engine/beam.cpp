@@ -668,6 +668,8 @@ Beam::~Beam() {
   engine::clear_compiled_kernels();
 }
 
+BeamOptions beam_options() { return engine::beam_settings(); }
+
 std::vector<TunedKernel> tuned_kernels() {
   std::lock_guard lock(engine::g_settings_mu);
   return engine::g_tuned;

@@ -439,5 +439,26 @@ TEST_P(BeamEnv, EachNewKernelIsSearchedOnce) {
   EXPECT_EQ(runtime_stats().beam_searches, searches);  // the same kernel: compiled already
 }
 
+TEST_P(BeamEnv, OptionsAreTheInnermostOverridesOrTheEnvironments) {
+  ASSERT_EQ(engine::beam_width(), 2) << "run with BEAM=2";
+  const BeamOptions env = beam_options();
+  EXPECT_EQ(env.width, 2);
+  {
+    const Beam heuristics({.width = 0, .use_cache = false});
+    EXPECT_EQ(beam_options().width, 0);
+    EXPECT_FALSE(beam_options().use_cache);
+    {
+      // No search, the rest as it was: the cache stays unread.
+      BeamOptions o = beam_options();
+      o.width = 0;
+      const Beam quiet(o);
+      EXPECT_FALSE(beam_options().use_cache);
+    }
+    EXPECT_FALSE(beam_options().use_cache);
+  }
+  EXPECT_EQ(beam_options().width, 2);
+  EXPECT_EQ(beam_options().use_cache, env.use_cache);
+}
+
 }  // namespace
 }  // namespace vkgrad::testing
