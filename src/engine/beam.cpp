@@ -56,11 +56,11 @@ constexpr double kScheduleSeconds = 3.0;
 // the next with the same code.
 constexpr double kMinGainSeconds = 5e-6;
 
-// The middle value (the upper one of an even count); infinity for none.
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The middle value (the upper one of an even count); infinity for none.
 double median(std::vector<double> v) {
   if (v.empty()) return std::numeric_limits<double>::infinity();
   std::sort(v.begin(), v.end());
