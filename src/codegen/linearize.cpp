@@ -12,6 +12,7 @@
 
 #include "codegen/pipeline.hpp"
 #include "ir/print.hpp"
+#include "ir/symbolic/symbolic.hpp"
 #include "sched/indexing.hpp"  // reduce_identity
 
 namespace vkgrad {
@@ -323,15 +324,19 @@ class Linearizer {
         for (const UOp& x : regs)
           if (has(deps(ld), x)) dims.push_back(x);
         const UOp arr = define_reg(ld.dtype(), dims, fmt::format("ld{}", loads_++));
-        const size_t level = open_.size();
-        Scope local = scope;
-        emit_nest(dims,
-                  needed(
-                      {ld.src(0)},
-                      [&](const UOp& u) { return !local.count(u.get()) && !in_head(u); }, false),
-                  local);
-        push(reg_index(arr, dims).store(rebuild(ld)));
-        close_to(level);
+        if (shuffled(ld, dims)) {
+          emit_shuffled(ld, dims, arr, scope);
+        } else {
+          const size_t level = open_.size();
+          Scope local = scope;
+          emit_nest(dims,
+                    needed(
+                        {ld.src(0)},
+                        [&](const UOp& u) { return !local.count(u.get()) && !in_head(u); }, false),
+                    local);
+          push(reg_index(arr, dims).store(rebuild(ld)));
+          close_to(level);
+        }
         scope.insert(ld.get());
         replace(ld, reg_index(arr, dims).load());
         preloaded.push_back(ld);
@@ -359,6 +364,61 @@ class Linearizer {
     push(dst.store(combine(op, d, dst.load(), cur.load())));
     close_to(base);
     replace(r, dst.load());
+  }
+
+  // Whether the preloaded `ld` over `dims` is shared through subgroup shuffles
+  // (LinearizeOptions::shuffle_lanes): 32-bit elements, at least two, at an address that no lane
+  // index and no reduction's result (an index computed from data) enters.
+  bool shuffled(const UOp& ld, const std::vector<UOp>& dims) const {
+    if (options_.shuffle_lanes < 2 || reduce_value_.at(ld.get())) return false;
+    const DType s = ld.dtype().scalar();
+    if (s != dtypes::float32 && s != dtypes::int32 && s != dtypes::uint32) return false;
+    int64_t n = 1;
+    for (const UOp& x : dims) n *= range_size(x);
+    if (n < 2) return false;
+    for (const UOp& u : toposort(ld))
+      if (u.op() == Ops::SPECIAL && u.arg_as<std::string>().rfind("gidx", 0) != 0) return false;
+    return true;
+  }
+
+  // `arr` (over `dims`, E elements) filled from `ld` through shuffles: with S lanes, lane l loads
+  // element l + S * q for each q < ceil(E / S) (the last element past the end: every lane's load
+  // stays in bounds), and element e is lane e % S's q = e / S, stored as unrolled statements.
+  void emit_shuffled(const UOp& ld, const std::vector<UOp>& dims, const UOp& arr, Scope& scope) {
+    const int64_t S = options_.shuffle_lanes;
+    int64_t n = 1;
+    for (const UOp& x : dims) n *= range_size(x);
+    const UOp lane =
+        UOp::make(Ops::CUSTOM, dtypes::index, {}, std::string("int(gl_SubgroupInvocationID)"));
+    std::vector<UOp> mine;
+    for (int64_t q = 0; q * S < n; ++q) {
+      UOp e = lane + q * S;
+      if ((q + 1) * S > n) e = e.minimum(UOp::const_(dtypes::index, n - 1));
+      std::unordered_map<UOp, UOp, UOpHash> at;
+      int64_t inner = n;
+      for (const UOp& x : dims) {
+        inner /= range_size(x);
+        at.emplace(x, x == dims.front() ? e / inner : e / inner % range_size(x));
+      }
+      const UOp fetch = simplify(substitute(ld, at));
+      keep_.push_back(fetch);
+      for (const UOp& u : toposort(fetch)) {
+        if (is_inline(u) || !scope.insert(u.get()).second) continue;
+        push(rebuild(u));
+      }
+      mine.push_back(rebuild(fetch));
+    }
+    for (int64_t e = 0; e < n; ++e) {
+      std::vector<UOp> at{arr};
+      int64_t inner = n;
+      for (const UOp& x : dims) {
+        inner /= range_size(x);
+        at.push_back(UOp::const_(dtypes::index, e / inner % range_size(x)));
+      }
+      const UOp value = UOp::make(Ops::CUSTOM, ld.dtype(), {mine[static_cast<size_t>(e / S)]},
+                                  fmt::format("subgroupShuffle({{0}}, {}u)", e % S));
+      push(UOp::make(Ops::INDEX, arr.dtype(), std::move(at)).store(value));
+    }
   }
 
   void emit_epilogue() {
@@ -409,6 +469,7 @@ class Linearizer {
   std::unordered_map<const UOpNode*, UOp> replaced_, memo_;
   std::vector<UOp> list_, open_;
   int reduces_ = 0, loads_ = 0;
+  std::vector<UOp> keep_;  // nodes made while listing (shuffled loads): memo_ keys stay theirs
 };
 
 }  // namespace

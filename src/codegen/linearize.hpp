@@ -48,6 +48,12 @@ struct LinearizeOptions {
   // upcast accumulators (one per output): a matmul's B row is loaded once per k instead of once
   // per row of A's tile.
   bool preload = false;
+  // GLSL with subgroups of this many lanes (0: off), every one active (a grid launch whose
+  // workgroup's x size is a multiple, run with full subgroups): a preloaded array whose loads are
+  // the same in every lane (they mention no lane index) is loaded a lane's share at a time,
+  // each lane one element of every `shuffle_lanes`, and handed round with subgroupShuffle
+  // (lavapipe serves each lane's load of a shared address as a load of its own).
+  int64_t shuffle_lanes = 0;
 };
 
 // The kernel as a flat list, in order:

@@ -191,7 +191,7 @@ std::string target_key(const Target& t) {
       "subgroup "
       "{} {} "
       "wg {} {},{},{} groups {},{},{} shared {} push {} s8 {} s16 {} i64 {} f64 {} native {}{}{} "
-      "{}{}{} narrowing {} widening {} nan {} div {} fma {} fill {}",
+      "{}{}{} narrowing {} widening {} nan {} div {} fma {} fill {} texel {}{} shuffle {}",
       t.language == Target::Language::c ? "c" : "glsl", t.vector_floats, t.vector_registers,
       t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.winograd_min_tiles, t.threads,
       t.local_memory, t.shared_tiles, t.grid, t.cpu_device, t.subgroup_size, t.subgroup_arithmetic,
@@ -200,7 +200,8 @@ std::string target_key(const Target& t) {
       t.max_shared_bytes, t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64,
       t.native32.exp2, t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2,
       t.native64.sin, t.opaque_narrowing, t.opaque_widening, t.preserve_nan, t.exact_division,
-      t.fused_multiply_add, t.min_invocations);
+      t.fused_multiply_add, t.min_invocations, t.texel_loads, t.texel_scalar_loads,
+      t.shuffle_uniform_loads);
 }
 
 KernelAxes kernel_axes(const UOp& ast) {

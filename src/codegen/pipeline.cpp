@@ -17,6 +17,19 @@ std::vector<VarArg> var_args(const UOp& ast) {
   return out;
 }
 
+// LinearizeOptions::shuffle_lanes for a kernel: the subgroup's lanes on a target that shares
+// uniform loads through shuffles, for a grid launch (no lane returns early) whose workgroup's x
+// size is a whole number of subgroups (the runtime then asks for full subgroups); else 0.
+int64_t shuffle_lanes(const std::vector<UOp>& nodes, const Target& target, const Program& p) {
+  const int64_t s = target.subgroup_size;
+  if (!target.shuffle_uniform_loads || s < 2 || p.local_size[0] % s != 0) return 0;
+  for (const UOp& u : nodes)
+    if (u.op() == Ops::SPECIAL && u.arg_as<std::string>().rfind("gidx", 0) != 0 &&
+        u.arg_as<std::string>().rfind("lidx", 0) != 0)
+      return 0;
+  return s;
+}
+
 }  // namespace
 
 UOp run_pass(std::string_view name, const UOp& in, const std::function<UOp(const UOp&)>& fn,
@@ -71,7 +84,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   if (plan) {
     p.uops = nodes;
   } else {
-    p.uops = linearize(k, {.hoist = target.threads, .preload = target.threads});
+    p.uops = linearize(k, {.hoist = target.threads,
+                           .preload = target.threads,
+                           .shuffle_lanes = shuffle_lanes(nodes, target, p)});
     if (spec_enabled()) verify_linear(p.uops);
   }
   if (target.language == Target::Language::glsl) {

@@ -159,7 +159,7 @@ class GlslRenderer : public Printer {
       : Printer(ast), topo_(toposort(ast)), name_(name), target_(target) {}
 
   void render(Program& p, const std::vector<UOp>& list) {
-    check_features();
+    check_features(list);
     texel_ = &p.texel;
     // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
     // for a symbolic index space, the per-launch size.
@@ -316,7 +316,7 @@ class GlslRenderer : public Printer {
 
  private:
   // --- features and extensions ---
-  void check_features() {
+  void check_features(const std::vector<UOp>& list) {
     bool s8 = false, s16 = false, i64 = false, f64 = false;
     auto note = [&](DType d, bool storage) {
       const ScalarType s = d.scalar_type();
@@ -344,15 +344,20 @@ class GlslRenderer : public Printer {
     if (s16) extensions_.push_back("GL_EXT_shader_16bit_storage");
     extensions_.push_back("GL_EXT_control_flow_attributes");
     // Subgroup operations (group_reductions' CUSTOM nodes) and the extension each needs.
-    bool basic = false, arithmetic = false;
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::CUSTOM) {
-        const std::string& t = u.arg_as<std::string>();
-        arithmetic = arithmetic || t.starts_with("subgroupAdd(");
-        basic = basic || t.find("ubgroup") != std::string::npos;
-      }
+    bool basic = false, arithmetic = false, shuffle = false;
+    auto scan = [&](const UOp& u) {
+      if (u.op() != Ops::CUSTOM) return;
+      const std::string& t = u.arg_as<std::string>();
+      arithmetic = arithmetic || t.starts_with("subgroupAdd(");
+      shuffle = shuffle || t.starts_with("subgroupShuffle(");
+      basic = basic || t.find("ubgroup") != std::string::npos;
+    };
+    for (const UOp& u : topo_) scan(u);
+    // The linearizer's shuffled loads (LinearizeOptions::shuffle_lanes) are in the list only.
+    for (const UOp& u : list) scan(u.op() == Ops::STORE ? u.src(1) : u);
     if (basic) extensions_.push_back("GL_KHR_shader_subgroup_basic");
     if (arithmetic) extensions_.push_back("GL_KHR_shader_subgroup_arithmetic");
+    if (shuffle) extensions_.push_back("GL_KHR_shader_subgroup_shuffle");
   }
 
   // --- the language ---

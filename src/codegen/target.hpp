@@ -96,6 +96,12 @@ struct Target {
   // Jit 0.2 -> 0.6 s: its weights' loads, the same in every lane, are cheap storage-buffer loads).
   bool texel_loads = false;
   bool texel_scalar_loads = false;
+  // shuffle_uniform_loads: a register array of loads that every lane of a workgroup makes at the
+  // same addresses (a matmul's or a convolution's weights with the outputs' channels on the
+  // grid) is loaded one element per lane and shared with subgroupShuffle (GLSL; needs full
+  // subgroups of subgroup_size lanes). lavapipe 22.3 fetches such a texel once per lane: a
+  // matmul's shared vec4s took 20-40% of its time.
+  bool shuffle_uniform_loads = false;
 };
 
 }  // namespace vkgrad

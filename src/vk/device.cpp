@@ -71,6 +71,7 @@ Switches read_switches() {
       {"fma", &Switches::fma},
       {"texel", &Switches::texel},
       {"shared_tiles", &Switches::shared_tiles},
+      {"shuffle_loads", &Switches::shuffle_loads},
   };
   for (std::string_view word : words_of(list)) {
     auto it = std::find_if(std::begin(kNames), std::end(kNames),
@@ -309,9 +310,13 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   VkPhysicalDeviceFeatures2 f2{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   c.f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   c.f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  VkPhysicalDeviceVulkan13Features f13{.sType =
+                                           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   f2.pNext = &c.f11;
   c.f11.pNext = &c.f12;
+  if (v13) c.f12.pNext = &f13;
   vkGetPhysicalDeviceFeatures2(pd, &f2);
+  c.has_full_subgroups = v13 && f13.computeFullSubgroups;
   c.features = f2.features;
   c.f11.pNext = c.f12.pNext = nullptr;
   vkGetPhysicalDeviceMemoryProperties(pd, &c.memory);
@@ -365,6 +370,14 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   c.use_subgroup_arithmetic =
       sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
       (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+  // lavapipe 22.3 loads an address every lane shares once per lane, as a gather (its texel
+  // fetches; Mesa 23 and later serve uniform scalar loads as storage-buffer loads, one per
+  // subgroup, and were not measured with shuffles); full subgroups make every lane's share
+  // defined.
+  c.use_shuffle_loads = sw.shuffle_loads && c.use_texel_scalars && c.has_full_subgroups &&
+                        c.min_subgroup == c.max_subgroup && c.p11.subgroupSize > 1 &&
+                        (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                        (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   c.use_mapped = sw.mapped;
   c.use_spin_wait = sw.spin_wait && c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
   c.use_subgroup_extended_types = c.f12.shaderSubgroupExtendedTypes;
@@ -449,6 +462,11 @@ std::string describe_caps(int index, const Caps& c) {
                    (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)
                        ? ""
                        : " (not in compute shaders)");
+  s += fmt::format("; uniform loads shared by shuffles {}",
+                   c.use_shuffle_loads     ? "yes"
+                   : !c.use_texel_scalars  ? "no (only where lavapipe 22 fetches scalar texels)"
+                   : !c.has_full_subgroups ? "no (no full subgroups)"
+                                           : "no (no shuffles, or off by VKGRAD_VK_DISABLE)");
   s += fmt::format(
       "\n  shared memory {}; workgroup up to {} invocations, size {}x{}x{}, count "
       "{}x{}x{}; grouped reductions in shared memory {}{}; workgroup grids (Opt LOCAL) {}; "
@@ -511,6 +529,10 @@ Device::Device(VkPhysicalDevice pd, int idx, const Switches& sw) : physical(pd),
   f12.descriptorBindingUniformTexelBufferUpdateAfterBind =
       caps.use_update_after_bind && caps.use_texel_loads;
   f12.shaderSubgroupExtendedTypes = caps.use_subgroup_extended_types;
+  VkPhysicalDeviceVulkan13Features f13{.sType =
+                                           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  f13.computeFullSubgroups = caps.use_shuffle_loads;
+  if (caps.use_shuffle_loads) f12.pNext = &f13;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

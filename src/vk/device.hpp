@@ -33,6 +33,8 @@ struct Switches {
   bool fma = true;           // float32 sums of products accumulate with fma (fused_multiply_add)
   bool texel = true;         // lavapipe reads inputs as texel buffers (Target::texel_loads)
   bool shared_tiles = true;  // a GPU's matmuls stage operand tiles in shared memory (Opt STAGE)
+  bool shuffle_loads =
+      true;  // lavapipe shares uniform loads by subgroupShuffle (Target::shuffle_uniform_loads)
   // VKGRAD_VK_ENABLE=shared_tiles: staged tiles on a device that runs on the CPU too (off there
   // by default: slower; the tests run them on lavapipe this way).
   bool force_shared_tiles = false;
@@ -86,6 +88,7 @@ struct Caps {
   uint32_t timestamp_bits = 0;  // of the chosen queue family
   bool has_push_descriptor = false, has_cooperative_matrix = false;
   bool has_portability_subset = false;
+  bool has_full_subgroups = false;  // Vulkan 1.3 computeFullSubgroups
 
   bool use_fp16 = false, use_int8 = false, use_int16 = false, use_int64 = false;
   bool use_fp64 = false, use_storage8 = false, use_storage16 = false;
@@ -97,6 +100,7 @@ struct Caps {
   bool use_texel_loads = false;          // Target::texel_loads
   bool use_texel_scalars = false;        // Target::texel_scalar_loads
   bool use_subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
+  bool use_shuffle_loads = false;        // Target::shuffle_uniform_loads (full subgroups enabled)
   bool use_mapped = false;
   bool use_spin_wait = false;  // a device that is not the CPU, and the switch on
   bool use_subgroup_extended_types = false;

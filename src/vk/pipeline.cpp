@@ -34,6 +34,19 @@ bool header_matches(const std::string& data, const VkPhysicalDeviceProperties& p
 // always when the runtime closes).
 constexpr auto kSaveInterval = std::chrono::seconds(1);
 
+// Whether a module declares the GroupNonUniformShuffle capability (the capabilities come first,
+// after the five header words).
+bool uses_shuffles(const std::vector<uint32_t>& spirv) {
+  constexpr uint32_t kOpCapability = 17, kShuffle = 65;
+  for (size_t i = 5; i < spirv.size();) {
+    const uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xffff;
+    if (op != kOpCapability || words < 2 || i + 1 >= spirv.size()) return false;
+    if (spirv[i + 1] == kShuffle) return true;
+    i += words;
+  }
+  return false;
+}
+
 }  // namespace
 
 Pipelines::Pipelines(std::shared_ptr<Device> dev) : device(std::move(dev)) {
@@ -170,6 +183,10 @@ VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t
   if (device->caps.api_version >= VK_API_VERSION_1_3) info.pNext = &feedback_info;
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  // A kernel that shares loads through shuffles reads every lane of its subgroup
+  // (Target::shuffle_uniform_loads; its workgroup's x size is a whole number of subgroups).
+  if (device->caps.use_shuffle_loads && uses_shuffles(spirv))
+    info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   info.stage.module = module;
   info.stage.pName = "main";
   info.layout = layout.pipeline;

@@ -39,6 +39,7 @@ Target target_for(const Caps& c, const Quirks& q) {
   t.texel_loads = c.use_texel_loads;
   t.texel_scalar_loads = c.use_texel_scalars;
   t.subgroup_arithmetic = c.use_subgroup_arithmetic;
+  t.shuffle_uniform_loads = c.use_shuffle_loads;
   t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   // A GPU wants tens of thousands of invocations in flight (measured on an H100; see
   // heuristics.cpp); a device that runs on the CPU is busy with a few workgroups.

@@ -1,5 +1,6 @@
 // tests/codegen: the GLSL renderer — launch shape, grid splitting, vec4 detection, feature checks,
 // and every op on every dtype compiled by glslang and checked by spirv-val.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -165,6 +166,43 @@ TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   EXPECT_FALSE(contains(s.source, "textureBuffer")) << s.source;
   if (have_glsl_tools()) {  // both variants: texel buffers, and device addresses (VKG_BDA)
     EXPECT_EQ(validate_glsl_all({{"texel", p.source}, {"texel vec4", v.source}}), "");
+  }
+}
+
+TEST(RenderGlsl, UniformLoadsAreSharedThroughShuffles) {
+  Target sh = full_target();
+  sh.shuffle_uniform_loads = true;
+  const Tensor a = input({64, 64}), b = input({64, 64});
+  // The heuristics' matmul: 8 lanes along the columns, each with 8 rows of A as vec4s along k,
+  // the same in every lane; B's vec4s differ per lane.
+  const Program p = render(a.matmul(b), sh)[0];
+  EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{8, 1, 1}));
+  EXPECT_TRUE(contains(p.source, "#extension GL_KHR_shader_subgroup_shuffle : require"))
+      << p.source;
+  EXPECT_TRUE(contains(p.source, "int(gl_SubgroupInvocationID)")) << p.source;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_TRUE(contains(p.source, fmt::format("ld0[{}] = subgroupShuffle(", i))) << p.source;
+  EXPECT_FALSE(contains(p.source, "ld1[0] = subgroupShuffle(")) << p.source;
+  // Rows the lanes do not divide: 12 rows, two loads per lane, the second past the last row
+  // clamped to it (min, or max of negations).
+  const NormalizedGraph g =
+      normalize_graph(std::vector<UOp>{tensor::uop(input({48, 64}).matmul(b))});
+  const UOp ast = build_schedule(g.key).kernels.at(0).ast;
+  const std::vector<Opt> twelve{
+      {OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 12}, {OptOp::UNROLL, 0, 4}, {OptOp::LOCAL, 1, 8}};
+  const Program q = codegen(ast, {.opts = twelve}, sh);
+  EXPECT_TRUE(contains(q.source, "ld0[11] = subgroupShuffle(")) << q.source;
+  EXPECT_TRUE(contains(q.source, "ld0[8] = subgroupShuffle(")) << q.source;
+  // A workgroup of 4 lanes fills no subgroup of 8; a flat launch (no LOCAL) has lanes that
+  // return early: both load as before.
+  const std::vector<Opt> four{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 4}};
+  EXPECT_FALSE(contains(codegen(ast, {.opts = four}, sh).source, "subgroupShuffle")) << q.source;
+  const std::vector<Opt> flat{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 8}};
+  EXPECT_FALSE(contains(codegen(ast, {.opts = flat}, sh).source, "subgroupShuffle"));
+  // Off by default.
+  EXPECT_FALSE(contains(render(a.matmul(b))[0].source, "subgroupShuffle"));
+  if (have_glsl_tools()) {
+    EXPECT_EQ(validate_glsl_all({{"8", p.source}, {"12", q.source}}), "");
   }
 }
 

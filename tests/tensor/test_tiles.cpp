@@ -198,6 +198,62 @@ TEST_P(TilesTest, StagedMatmulsMatchDoublePrecision) {
   for (const Case& c : cases) run_case(dev(), c);
 }
 
+// Register tiles whose uniform loads (A's rows, the same in every lane of a workgroup) a device
+// like lavapipe shares through subgroup shuffles (Target::shuffle_uniform_loads): rows the
+// subgroup's lanes do not divide (3: lanes past them load the last row; 12: two loads per lane),
+// scalar loads of a transposed A, int32, and a workgroup of 4 lanes (no shuffles).
+TEST_P(TilesTest, SharedUniformLoadsMatchDoublePrecision) {
+  if (dev() == "CPU") GTEST_SKIP() << "the CPU launches no workgroups";
+  const DType f32 = dtypes::float32;
+  using O = OptOp;
+  const std::vector<Case> cases{
+      {"3 rows",
+       1,
+       24,
+       32,
+       64,
+       false,
+       false,
+       f32,
+       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 3}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}},
+      {"12 rows, A transposed",
+       1,
+       24,
+       32,
+       64,
+       true,
+       false,
+       f32,
+       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 12}, {O::LOCAL, 1, 8}}},
+      {"int32",
+       1,
+       32,
+       16,
+       64,
+       false,
+       false,
+       dtypes::int32,
+       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}},
+      {"4 lanes",
+       1,
+       16,
+       32,
+       48,
+       false,
+       true,
+       f32,
+       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::LOCAL, 1, 4}}},
+  };
+  for (const Case& c : cases) run_case(dev(), c);
+  // Where the device shares them, the kernels do shuffle.
+  Runtime& rt = engine::runtime_of(dev());
+  if (rt.identity().find("shuffle true") == std::string::npos) return;
+  const Tensor a = Tensor::empty({24, 32}, f32, dev()), b = Tensor::empty({32, 64}, f32, dev());
+  const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(a.matmul(b))});
+  const Program p = rt.render(build_schedule(g.key).kernels.at(0).ast, {.opts = cases[0].opts});
+  EXPECT_NE(p.source.find("subgroupShuffle("), std::string::npos) << p.source;
+}
+
 // Matmuls the heuristics may stage where the device's target has shared tiles (a GPU, or lavapipe
 // under VKGRAD_VK_ENABLE=shared_tiles: the ctest tensor_vulkan_shared_tiles), through the whole
 // tensor path: a plain one, a batch, a linear layer with its bias and relu fused, int32.
