@@ -381,9 +381,10 @@ class Linearizer {
     return true;
   }
 
-  // `arr` (over `dims`, E elements) filled from `ld` through shuffles: with S lanes, lane l loads
-  // element l + S * q for each q < ceil(E / S) (the last element past the end: every lane's load
-  // stays in bounds), and element e is lane e % S's q = e / S, stored as unrolled statements.
+  // `arr` (over `dims`, E elements) filled from `ld` through shuffles: with S sharing lanes, lane
+  // l loads element l + S * q for each q < ceil(E / S) (the last element past the end, and lanes
+  // past S load elements nobody reads: every load stays in bounds), and element e is lane
+  // e % S's q = e / S, stored as unrolled statements.
   void emit_shuffled(const UOp& ld, const std::vector<UOp>& dims, const UOp& arr, Scope& scope) {
     const int64_t S = options_.shuffle_lanes;
     int64_t n = 1;

@@ -48,11 +48,11 @@ struct LinearizeOptions {
   // upcast accumulators (one per output): a matmul's B row is loaded once per k instead of once
   // per row of A's tile.
   bool preload = false;
-  // GLSL with subgroups of this many lanes (0: off), every one active (a grid launch whose
-  // workgroup's x size is a multiple, run with full subgroups): a preloaded array whose loads are
-  // the same in every lane (they mention no lane index) is loaded a lane's share at a time,
-  // each lane one element of every `shuffle_lanes`, and handed round with subgroupShuffle
-  // (lavapipe serves each lane's load of a shared address as a load of its own).
+  // GLSL whose subgroups' first `shuffle_lanes` lanes are active in every subgroup (0: off;
+  // Target::shuffle_uniform_loads): a preloaded array whose loads are the same in every lane
+  // (they mention no lane index) is loaded one element per lane, element e by lane
+  // e % shuffle_lanes, and handed round with subgroupShuffle (lavapipe serves each lane's load
+  // of a shared address as a load of its own).
   int64_t shuffle_lanes = 0;
 };
 

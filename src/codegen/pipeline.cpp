@@ -17,17 +17,19 @@ std::vector<VarArg> var_args(const UOp& ast) {
   return out;
 }
 
-// LinearizeOptions::shuffle_lanes for a kernel: the subgroup's lanes on a target that shares
-// uniform loads through shuffles, for a grid launch (no lane returns early) whose workgroup's x
-// size is a whole number of subgroups (the runtime then asks for full subgroups); else 0.
+// LinearizeOptions::shuffle_lanes for a kernel on a target that shares uniform loads through
+// shuffles, launched on a grid (no lane returns early): a subgroup's lanes, or, where the
+// workgroup's x size is no whole number of subgroups, the lanes active in the last subgroup of
+// each row (its x size modulo the subgroup's: Target::shuffle_uniform_loads); else 0.
 int64_t shuffle_lanes(const std::vector<UOp>& nodes, const Target& target, const Program& p) {
-  const int64_t s = target.subgroup_size;
-  if (!target.shuffle_uniform_loads || s < 2 || p.local_size[0] % s != 0) return 0;
+  const int64_t s = target.subgroup_size, x = p.local_size[0];
+  if (!target.shuffle_uniform_loads || s < 2) return 0;
   for (const UOp& u : nodes)
     if (u.op() == Ops::SPECIAL && u.arg_as<std::string>().rfind("gidx", 0) != 0 &&
         u.arg_as<std::string>().rfind("lidx", 0) != 0)
       return 0;
-  return s;
+  const int64_t lanes = x % s == 0 ? s : x % s;
+  return lanes >= 2 ? lanes : 0;
 }
 
 }  // namespace

@@ -34,14 +34,18 @@ bool header_matches(const std::string& data, const VkPhysicalDeviceProperties& p
 // always when the runtime closes).
 constexpr auto kSaveInterval = std::chrono::seconds(1);
 
-// Whether a module declares the GroupNonUniformShuffle capability (the capabilities come first,
-// after the five header words).
-bool uses_shuffles(const std::vector<uint32_t>& spirv) {
-  constexpr uint32_t kOpCapability = 17, kShuffle = 65;
+// Whether a module declares the GroupNonUniformShuffle capability and a workgroup whose x size
+// is a multiple of `lanes` (OpExecutionMode LocalSize), as VK_PIPELINE_SHADER_STAGE_CREATE_
+// REQUIRE_FULL_SUBGROUPS_BIT requires.
+bool shuffles_in_full_subgroups(const std::vector<uint32_t>& spirv, uint32_t lanes) {
+  constexpr uint32_t kOpCapability = 17, kOpExecutionMode = 16, kShuffle = 65, kLocalSize = 17;
+  bool shuffles = false;
   for (size_t i = 5; i < spirv.size();) {
     const uint32_t words = spirv[i] >> 16, op = spirv[i] & 0xffff;
-    if (op != kOpCapability || words < 2 || i + 1 >= spirv.size()) return false;
-    if (spirv[i + 1] == kShuffle) return true;
+    if (words == 0 || i + words > spirv.size()) return false;
+    if (op == kOpCapability && words >= 2 && spirv[i + 1] == kShuffle) shuffles = true;
+    if (op == kOpExecutionMode && words >= 4 && spirv[i + 2] == kLocalSize)
+      return shuffles && lanes > 0 && spirv[i + 3] % lanes == 0;
     i += words;
   }
   return false;
@@ -183,9 +187,11 @@ VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t
   if (device->caps.api_version >= VK_API_VERSION_1_3) info.pNext = &feedback_info;
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  // A kernel that shares loads through shuffles reads every lane of its subgroup
-  // (Target::shuffle_uniform_loads; its workgroup's x size is a whole number of subgroups).
-  if (device->caps.use_shuffle_loads && uses_shuffles(spirv))
+  // A kernel that shares loads through shuffles reads every lane of its subgroups: where its
+  // workgroup's x size allows, the driver is held to full subgroups (lavapipe fills them anyway:
+  // Target::shuffle_uniform_loads).
+  if (device->caps.use_shuffle_loads &&
+      shuffles_in_full_subgroups(spirv, device->caps.max_subgroup))
     info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   info.stage.module = module;
   info.stage.pName = "main";

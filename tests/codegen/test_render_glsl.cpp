@@ -193,16 +193,25 @@ TEST(RenderGlsl, UniformLoadsAreSharedThroughShuffles) {
   const Program q = codegen(ast, {.opts = twelve}, sh);
   EXPECT_TRUE(contains(q.source, "ld0[11] = subgroupShuffle(")) << q.source;
   EXPECT_TRUE(contains(q.source, "ld0[8] = subgroupShuffle(")) << q.source;
-  // A workgroup of 4 lanes fills no subgroup of 8; a flat launch (no LOCAL) has lanes that
-  // return early: both load as before.
+  // A workgroup of 4 lanes: each subgroup has its first 4 active, and those share (two loads
+  // each for 8 rows). One of 9 lanes leaves 1 in the last subgroup: nothing to share. A flat
+  // launch (no LOCAL) has lanes that return early. The last two load as before.
   const std::vector<Opt> four{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 4}};
-  EXPECT_FALSE(contains(codegen(ast, {.opts = four}, sh).source, "subgroupShuffle")) << q.source;
+  const Program f = codegen(ast, {.opts = four}, sh);
+  EXPECT_TRUE(contains(f.source, "ld0[7] = subgroupShuffle(")) << f.source;
+  EXPECT_TRUE(contains(f.source, "3u)")) << f.source;
+  EXPECT_FALSE(contains(f.source, "4u)")) << f.source;
+  const NormalizedGraph g9 =
+      normalize_graph(std::vector<UOp>{tensor::uop(input({48, 64}).matmul(input({64, 72})))});
+  const UOp ast9 = build_schedule(g9.key).kernels.at(0).ast;
+  const std::vector<Opt> nine{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 8}, {OptOp::LOCAL, 1, 9}};
+  EXPECT_FALSE(contains(codegen(ast9, {.opts = nine}, sh).source, "subgroupShuffle"));
   const std::vector<Opt> flat{{OptOp::UPCAST, 1, 4}, {OptOp::UPCAST, 0, 8}};
   EXPECT_FALSE(contains(codegen(ast, {.opts = flat}, sh).source, "subgroupShuffle"));
   // Off by default.
   EXPECT_FALSE(contains(render(a.matmul(b))[0].source, "subgroupShuffle"));
   if (have_glsl_tools()) {
-    EXPECT_EQ(validate_glsl_all({{"8", p.source}, {"12", q.source}}), "");
+    EXPECT_EQ(validate_glsl_all({{"8", p.source}, {"12", q.source}, {"4", f.source}}), "");
   }
 }
 

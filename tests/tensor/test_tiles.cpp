@@ -201,48 +201,27 @@ TEST_P(TilesTest, StagedMatmulsMatchDoublePrecision) {
 // Register tiles whose uniform loads (A's rows, the same in every lane of a workgroup) a device
 // like lavapipe shares through subgroup shuffles (Target::shuffle_uniform_loads): rows the
 // subgroup's lanes do not divide (3: lanes past them load the last row; 12: two loads per lane),
-// scalar loads of a transposed A, int32, and a workgroup of 4 lanes (no shuffles).
+// scalar loads of a transposed A, int32, and workgroups of 4 and 12 lanes (subgroups with 4
+// lanes active: those share).
 TEST_P(TilesTest, SharedUniformLoadsMatchDoublePrecision) {
   if (dev() == "CPU") GTEST_SKIP() << "the CPU launches no workgroups";
   const DType f32 = dtypes::float32;
   using O = OptOp;
+  auto matmul = [](const char* what, int64_t m, int64_t k, int64_t n, bool a_t, bool b_t, DType d,
+                   std::vector<Opt> opts) {
+    return Case{what, 1, m, k, n, a_t, b_t, d, std::move(opts)};
+  };
   const std::vector<Case> cases{
-      {"3 rows",
-       1,
-       24,
-       32,
-       64,
-       false,
-       false,
-       f32,
-       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 3}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}},
-      {"12 rows, A transposed",
-       1,
-       24,
-       32,
-       64,
-       true,
-       false,
-       f32,
-       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 12}, {O::LOCAL, 1, 8}}},
-      {"int32",
-       1,
-       32,
-       16,
-       64,
-       false,
-       false,
-       dtypes::int32,
-       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}},
-      {"4 lanes",
-       1,
-       16,
-       32,
-       48,
-       false,
-       true,
-       f32,
-       {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::LOCAL, 1, 4}}},
+      matmul("3 rows", 24, 32, 64, false, false, f32,
+             {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 3}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}),
+      matmul("12 rows, A transposed", 24, 32, 64, true, false, f32,
+             {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 12}, {O::LOCAL, 1, 8}}),
+      matmul("int32", 32, 16, 64, false, false, dtypes::int32,
+             {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 16}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 16}}),
+      matmul("4 lanes", 16, 32, 48, false, true, f32,
+             {{O::UPCAST, 1, 4}, {O::UPCAST, 0, 8}, {O::LOCAL, 1, 4}}),
+      matmul("12 lanes, 7 rows", 14, 24, 96, false, false, f32,
+             {{O::UPCAST, 1, 2}, {O::UPCAST, 0, 7}, {O::UNROLL, 0, 4}, {O::LOCAL, 1, 12}}),
   };
   for (const Case& c : cases) run_case(dev(), c);
   // Where the device shares them, the kernels do shuffle.
