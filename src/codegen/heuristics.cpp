@@ -41,8 +41,9 @@
 //                 its largest divisor up to 8, and another output axis by 8 or 4, one that the
 //                 loads along the innermost axis ignore where there is one (a matmul's rows, a
 //                 conv's output channels, not its output rows: every load then feeds 8
-//                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31), on a
-//                 GPU no larger than leaves it Target::min_invocations invocations (a
+//                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31; a
+//                 matmul's 16 x 4 where the lanes share A's loads, Target::shuffle_uniform_loads),
+//                 on a GPU no larger than leaves it Target::min_invocations invocations (a
 //                 convolution) or a sixteenth of that (a plain matmul, a short reduction), and
 //                 for a GPU convolution whose columns stride through its input (stride 2) along
 //                 the output channels alone; the
@@ -322,9 +323,21 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // r_512_28_28_256 0.133 -> 0.034 ms (BEAM had found the channels' tile), the stem
   // r_64_112_112_3_7_7 0.096 -> 0.041; ResNet-50 under Jit 2.95 / 2.92 -> 2.80 / 2.80 ms.
   const bool strided = gpu && conv_like && across() >= 0 && !summed_contiguous_along(info, last);
+  // Where a workgroup's lanes share its uniform loads through shuffles (lavapipe 22), a matmul's
+  // rows of A cost a lane little: its tile is 16 rows by 4 columns instead of 8 by 8, half the
+  // per-lane loads of B for the same multiply-adds (lavapipe, in one process: the encoder's
+  // matmuls 1.10-1.26x, attention's scores 1.11-1.17x, matmul 512 and 1024 1.1-1.15x). Only a
+  // matmul or a batch of them: besides the columns, one output axis that a load ignores, not a
+  // convolution's two (its channels and rows: MobileNetV2's 1 x 1 convolutions lost 5-30%).
+  const int64_t partial =
+      std::count_if(info.globals.begin(), info.globals.end() - 1, [&](const UOp& g) {
+        return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                           [&](const UOp& idx) { return !mentions(idx, g); });
+      });
+  const bool tall = target.shuffle_uniform_loads && !conv_like && partial <= 1;
   if (!strided && n > 0 && n % 4 == 0 && tile >= 4) {
     upcast(G - 1, 4);
-    if (n % 8 == 0 && tile >= 2) upcast(G - 1, 2);
+    if (n % 8 == 0 && tile >= 2 && !tall) upcast(G - 1, 2);
   } else if (int64_t f = std::min<int64_t>({n, 8, tile}); !strided && n > 0) {
     // No vec4 access: the largest divisor up to 8 (a late ResNet stage's 7 or 14 columns by 7),
     // still a register tile.
@@ -334,7 +347,9 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   int second = across();
   for (int g = G - 2; g >= 0 && second < 0 && !opts.empty(); --g)
     if (factor(g) > 1 && has_reuse(info, info.globals[g])) second = g;
-  if (second >= 0) upcast(second, factor(second));
+  if (second >= 0)
+    upcast(second,
+           tall && range_size(info.globals[second]) % 16 == 0 && tile >= 16 ? 16 : factor(second));
   // A GPU convolution too small for any tile (one invocation per output, a late ResNet stage's
   // 7 x 7 or 14 x 14) unrolls its input channels by 8, by 64 where there are 512 or more:
   // independent accumulators and loads instead of one chain of thousands of multiply-adds

@@ -173,10 +173,16 @@ TEST(RenderGlsl, UniformLoadsAreSharedThroughShuffles) {
   Target sh = full_target();
   sh.shuffle_uniform_loads = true;
   const Tensor a = input({64, 64}), b = input({64, 64});
-  // The heuristics' matmul: 8 lanes along the columns, each with 8 rows of A as vec4s along k,
-  // the same in every lane; B's vec4s differ per lane.
+  // The heuristics' matmul: 16 lanes along the columns, each with 16 rows of A as vec4s along k
+  // (where lanes share them, rows cost little: 16 x 4 instead of 8 x 8), the same in every lane;
+  // B's vec4s differ per lane.
   const Program p = render(a.matmul(b), sh)[0];
-  EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{8, 1, 1}));
+  EXPECT_EQ(p.opts, (std::vector<Opt>{{OptOp::UPCAST, 1, 4},
+                                      {OptOp::UPCAST, 0, 16},
+                                      {OptOp::UNROLL, 0, 4},
+                                      {OptOp::LOCAL, 1, 16}}));
+  EXPECT_EQ(p.local_size, (std::array<uint32_t, 3>{16, 1, 1}));
+  EXPECT_TRUE(contains(p.source, "ld0[15] = subgroupShuffle(")) << p.source;
   EXPECT_TRUE(contains(p.source, "#extension GL_KHR_shader_subgroup_shuffle : require"))
       << p.source;
   EXPECT_TRUE(contains(p.source, "int(gl_SubgroupInvocationID)")) << p.source;
