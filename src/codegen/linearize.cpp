@@ -382,9 +382,9 @@ class Linearizer {
   }
 
   // `arr` (over `dims`, E elements) filled from `ld` through shuffles: with S sharing lanes, lane
-  // l loads element l + S * q for each q < ceil(E / S) (the last element past the end, and lanes
-  // past S load elements nobody reads: every load stays in bounds), and element e is lane
-  // e % S's q = e / S, stored as unrolled statements.
+  // l loads element min(l + S * q, E - 1) for each q < ceil(E / S) (the lanes past S, where a
+  // subgroup holds more, and the last round's past E load an element nobody reads from them, in
+  // bounds), and element e is lane e % S's q = e / S, stored as unrolled statements.
   void emit_shuffled(const UOp& ld, const std::vector<UOp>& dims, const UOp& arr, Scope& scope) {
     const int64_t S = options_.shuffle_lanes;
     int64_t n = 1;
@@ -393,8 +393,7 @@ class Linearizer {
         UOp::make(Ops::CUSTOM, dtypes::index, {}, std::string("int(gl_SubgroupInvocationID)"));
     std::vector<UOp> mine;
     for (int64_t q = 0; q * S < n; ++q) {
-      UOp e = lane + q * S;
-      if ((q + 1) * S > n) e = e.minimum(UOp::const_(dtypes::index, n - 1));
+      const UOp e = (lane + q * S).minimum(UOp::const_(dtypes::index, n - 1));
       std::unordered_map<UOp, UOp, UOpHash> at;
       int64_t inner = n;
       for (const UOp& x : dims) {
