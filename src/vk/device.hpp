@@ -27,14 +27,13 @@ struct Switches {
   bool storage8 = true, storage16 = true;
   bool push_descriptor = true, bda = true, timestamps = true, timeline = true;
   bool shared_reduce = true, update_after_bind = true, mapped = true;
-  bool grid = true;          // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
-  bool subgroup = true;      // grouped reductions fold within subgroups (subgroupAdd)
-  bool spin_wait = true;     // a GPU's waits poll briefly before they block (Queue::wait)
-  bool fma = true;           // float32 sums of products accumulate with fma (fused_multiply_add)
-  bool texel = true;         // lavapipe reads inputs as texel buffers (Target::texel_loads)
-  bool shared_tiles = true;  // a GPU's matmuls stage operand tiles in shared memory (Opt STAGE)
-  bool shuffle_loads =
-      true;  // lavapipe shares uniform loads by subgroupShuffle (Target::shuffle_uniform_loads)
+  bool grid = true;           // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
+  bool subgroup = true;       // grouped reductions fold within subgroups (subgroupAdd)
+  bool spin_wait = true;      // a GPU's waits poll briefly before they block (Queue::wait)
+  bool fma = true;            // float32 sums of products accumulate with fma (fused_multiply_add)
+  bool texel = true;          // lavapipe reads inputs as texel buffers (Target::texel_loads)
+  bool shared_tiles = true;   // a GPU's matmuls stage operand tiles in shared memory (Opt STAGE)
+  bool shuffle_loads = true;  // lavapipe 22 shares uniform loads by subgroupShuffle
   // VKGRAD_VK_ENABLE=shared_tiles: staged tiles on a device that runs on the CPU too (off there
   // by default: slower; the tests run them on lavapipe this way).
   bool force_shared_tiles = false;
