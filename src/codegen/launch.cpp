@@ -7,8 +7,8 @@
 //   axis is x, the next y, the rest share z as digits). A load whose index mentions no LOCAL
 //   range then reads the same element in every invocation of a workgroup: a matmul's or a
 //   conv's weights, uniform where the heuristics put the output channels on the grid, which a
-//   GPU serves as one broadcast access and lavapipe as one scalar load instead of a per-lane
-//   gather.
+//   GPU serves as one broadcast access. lavapipe 22 fetches such a texel once per lane; there
+//   the lanes load one element each and share them by shuffles (Target::shuffle_uniform_loads).
 // - Otherwise every range is a digit of one flat invocation index, so the workgroup is
 //   one-dimensional: local_size = {X, 1, 1}, X = 64 (a multiple of every common subgroup size)
 //   halved while half still covers the whole index space; a grouped reduction gives each
