@@ -329,12 +329,13 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // matmuls 1.10-1.26x, attention's scores 1.11-1.17x, matmul 512 and 1024 1.1-1.15x). Only a
   // matmul or a batch of them: besides the columns, one output axis that a load ignores, not a
   // convolution's two (its channels and rows: MobileNetV2's 1 x 1 convolutions lost 5-30%).
-  const int64_t partial =
-      std::count_if(info.globals.begin(), info.globals.end() - 1, [&](const UOp& g) {
-        return std::any_of(info.load_indices.begin(), info.load_indices.end(),
-                           [&](const UOp& idx) { return !mentions(idx, g); });
-      });
-  const bool tall = target.shuffle_uniform_loads && !conv_like && partial <= 1;
+  auto partial_axes = [&] {
+    return std::count_if(info.globals.begin(), info.globals.end() - 1, [&](const UOp& g) {
+      return std::any_of(info.load_indices.begin(), info.load_indices.end(),
+                         [&](const UOp& idx) { return !mentions(idx, g); });
+    });
+  };
+  const bool tall = target.shuffle_uniform_loads && !conv_like && partial_axes() <= 1;
   if (!strided && n > 0 && n % 4 == 0 && tile >= 4) {
     upcast(G - 1, 4);
     if (n % 8 == 0 && tile >= 2 && !tall) upcast(G - 1, 2);

@@ -66,18 +66,6 @@ std::optional<Grid> grid_of(const RangeInfo& r, const Target& target) {
   return g;
 }
 
-// `ranges` as digits of `index` (outermost first, the outermost without the modulo).
-void digits_of(const UOp& index, const std::vector<UOp>& ranges,
-               std::unordered_map<UOp, UOp, UOpHash>& with) {
-  UOp inner = UOp::const_(dtypes::index, int64_t{1});
-  for (size_t i = ranges.size(); i-- > 0;) {
-    UOp digit = inner.is_const(1) ? index : index / simplify(inner);
-    if (i > 0) digit = digit % ranges[i].src(0);
-    with.emplace(ranges[i], digit);
-    inner = inner * ranges[i].src(0);
-  }
-}
-
 // The flat shape's ranges: every global and LOCAL range, in id order.
 std::vector<UOp> flat_ranges(const RangeInfo& r) {
   std::vector<UOp> all;

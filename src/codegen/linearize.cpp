@@ -11,6 +11,7 @@
 #include <vkgrad/error.hpp>
 
 #include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "sched/indexing.hpp"  // reduce_identity
@@ -373,9 +374,7 @@ class Linearizer {
     if (options_.shuffle_lanes < 2 || reduce_value_.at(ld.get())) return false;
     const DType s = ld.dtype().scalar();
     if (s != dtypes::float32 && s != dtypes::int32 && s != dtypes::uint32) return false;
-    int64_t n = 1;
-    for (const UOp& x : dims) n *= range_size(x);
-    if (n < 2) return false;
+    if (prod_sizes(dims) < 2) return false;
     for (const UOp& u : toposort(ld))
       if (u.op() == Ops::SPECIAL && u.arg_as<std::string>().rfind("gidx", 0) != 0) return false;
     return true;
@@ -386,20 +385,13 @@ class Linearizer {
   // subgroup holds more, and the last round's past E load an element nobody reads from them, in
   // bounds), and element e is lane e % S's q = e / S, stored as unrolled statements.
   void emit_shuffled(const UOp& ld, const std::vector<UOp>& dims, const UOp& arr, Scope& scope) {
-    const int64_t S = options_.shuffle_lanes;
-    int64_t n = 1;
-    for (const UOp& x : dims) n *= range_size(x);
+    const int64_t S = options_.shuffle_lanes, n = prod_sizes(dims);
     const UOp lane =
         UOp::make(Ops::CUSTOM, dtypes::index, {}, std::string("int(gl_SubgroupInvocationID)"));
     std::vector<UOp> mine;
     for (int64_t q = 0; q * S < n; ++q) {
-      const UOp e = (lane + q * S).minimum(UOp::const_(dtypes::index, n - 1));
       std::unordered_map<UOp, UOp, UOpHash> at;
-      int64_t inner = n;
-      for (const UOp& x : dims) {
-        inner /= range_size(x);
-        at.emplace(x, x == dims.front() ? e / inner : e / inner % range_size(x));
-      }
+      digits_of((lane + q * S).minimum(UOp::const_(dtypes::index, n - 1)), dims, at);
       const UOp fetch = simplify(substitute(ld, at));
       keep_.push_back(fetch);
       for (const UOp& u : toposort(fetch)) {
@@ -409,12 +401,10 @@ class Linearizer {
       mine.push_back(rebuild(fetch));
     }
     for (int64_t e = 0; e < n; ++e) {
+      std::unordered_map<UOp, UOp, UOpHash> digits;
+      digits_of(UOp::const_(dtypes::index, e), dims, digits);
       std::vector<UOp> at{arr};
-      int64_t inner = n;
-      for (const UOp& x : dims) {
-        inner /= range_size(x);
-        at.push_back(UOp::const_(dtypes::index, e / inner % range_size(x)));
-      }
+      for (const UOp& x : dims) at.push_back(simplify(digits.at(x)));
       const UOp value = UOp::make(Ops::CUSTOM, ld.dtype(), {mine[static_cast<size_t>(e / S)]},
                                   fmt::format("subgroupShuffle({{0}}, {}u)", e % S));
       push(UOp::make(Ops::INDEX, arr.dtype(), std::move(at)).store(value));

@@ -111,6 +111,17 @@ bool summed_contiguous_along(const RangeInfo& info, const UOp& r) {
   });
 }
 
+void digits_of(const UOp& index, const std::vector<UOp>& ranges,
+               std::unordered_map<UOp, UOp, UOpHash>& with) {
+  UOp inner = UOp::const_(dtypes::index, int64_t{1});
+  for (size_t i = ranges.size(); i-- > 0;) {
+    UOp digit = inner.is_const(1) ? index : index / simplify(inner);
+    if (i > 0) digit = digit % ranges[i].src(0);
+    with.emplace(ranges[i], digit);
+    inner = inner * ranges[i].src(0);
+  }
+}
+
 int64_t prod_sizes(const std::vector<UOp>& ranges) {
   constexpr int64_t cap = int64_t{1} << 62;
   int64_t n = 1;

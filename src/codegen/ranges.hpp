@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/uop.hpp"
@@ -44,6 +45,10 @@ bool contiguous_along(const RangeInfo& info, const UOp& r);
 // as `r` steps by one; a value read once per output (a residual added after the sum) does not
 // count.
 bool summed_contiguous_along(const RangeInfo& info, const UOp& r);
+// `ranges` as digits of `index` (row-major, outermost first, the outermost without the modulo),
+// added to `with` for substitute: a flat invocation index's ranges, a register array's element.
+void digits_of(const UOp& index, const std::vector<UOp>& ranges,
+               std::unordered_map<UOp, UOp, UOpHash>& with);
 // The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
 // only compared with thresholds).
 int64_t prod_sizes(const std::vector<UOp>& ranges);
