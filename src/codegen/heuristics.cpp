@@ -49,7 +49,9 @@
 //                 the output channels alone; the
 //                 reduction by 4 as above (a matmul's A along k: 0.75 -> 1.0x the hand-written
 //                 8x8 shader); then LOCAL lanes along the axes the other operand's loads ignore,
-//                 so that its loads are uniform per workgroup (the grid's coordinates); or, on a
+//                 so that its loads are uniform per workgroup (the grid's coordinates), for a
+//                 convolution where lanes share such loads through shuffles (lavapipe 22) a
+//                 whole subgroup of them (whole_subgroup_lanes); or, on a
 //                 GPU with shared tiles (Target::shared_tiles) and one reduce axis, lanes along
 //                 both tiled axes and the reduction staged through shared memory (Opt STAGE;
 //                 H100: matmul 2048 18 -> 25 TFLOPS, 1024 15 -> 18, the MLP training step under
@@ -59,6 +61,7 @@
 //                 input channels by 8 (by 64 from 512 channels).
 // A symbolic axis is never split: no factor divides an unknown size.
 #include <algorithm>
+#include <optional>
 
 #include "codegen/gemm.hpp"
 #include "codegen/linearize.hpp"
@@ -212,6 +215,44 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
   opts.insert(opts.end(),
               {{OptOp::LOCAL, G - 1, lj}, {OptOp::LOCAL, second, li}, {OptOp::STAGE, 0, amount}});
   return true;
+}
+
+// On a target whose lanes share their uniform loads through subgroup shuffles (lavapipe 22), a
+// convolution's workgroup fills whole subgroups where the pixel lanes of gpu_opts (`lanes` of
+// them, along the axes that the weights ignore) leave one partial: a late stage's 7 or 14 lanes
+// run as 8-wide subgroups with lanes masked off, and fewer lanes share each load. Instead:
+//   a 1 x 1 convolution (one reduce axis) takes a subgroup's lanes along its output channels
+//     (`second`, the register tile's axis that the input's loads ignore), so that the input's
+//     loads are the shared ones, else along a pixel axis that divides;
+//   a window (3 x 3, 7 x 7) takes them along a pixel axis that divides (56 or 112 rows), else
+//     along the output channels where its columns stride through the input (stride 2: gathers,
+//     each then loaded once per subgroup) and the pixel lanes would not already span the whole
+//     image (a 7 x 7 output, whose channel lanes were slower).
+// lavapipe, each kernel timed in one process against the pixel lanes: ResNet-50's 1 x 1
+// convolutions 1.05-1.45x (r_512_28_28_128 0.94x), its stride-2 3 x 3 at 28 x 28 1.30x;
+// ResNet-18's 56 x 56 3 x 3 1.24x, the stem 1.16x; MobileNetV2's 1 x 1 1.05-1.7x.
+template <typename Eligible>
+std::optional<Opt> whole_subgroup_lanes(const RangeInfo& info, const Target& target,
+                                        const std::vector<int64_t>& left, int second, int64_t lanes,
+                                        int64_t pixels_left, const Eligible& eligible) {
+  const int64_t S = target.subgroup_size;
+  const int G = static_cast<int>(info.globals.size());
+  if (!target.shuffle_uniform_loads || S < 2 || lanes % S == 0 || G < 3 ||
+      !(info.reduces.size() > 1 || prod_sizes(info.reduces) >= 128))
+    return std::nullopt;
+  const UOp& last = info.globals.back();
+  int pixel = -1;
+  for (int g = G - 1; g >= 0 && pixel < 0; --g)
+    if (g != second && eligible(g) && left[static_cast<size_t>(g)] % S == 0) pixel = g;
+  const bool channels = second >= 0 && left[static_cast<size_t>(second)] % S == 0 &&
+                        reuses_across(info, last, info.globals[second]);
+  if (info.reduces.size() == 1) {
+    if (channels) return Opt{OptOp::LOCAL, second, S};
+  } else if (pixel < 0 && channels && !summed_contiguous_along(info, last) && pixels_left > lanes) {
+    return Opt{OptOp::LOCAL, second, S};
+  }
+  if (pixel >= 0) return Opt{OptOp::LOCAL, pixel, S};
+  return std::nullopt;
 }
 
 std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
@@ -405,16 +446,25 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     for (int g = 0; g < G; ++g)
       if (eligible(g) && left[static_cast<size_t>(g)] >= 4) least = 4;
   int dims = 0;
-  for (int g = G - 1; g >= 0 && dims < max_dims; --g) {
+  std::vector<Opt> pixels;
+  int64_t pixels_left = 1;  // the eligible axes' values per invocation tile, over the whole grid
+  for (int g = G - 1; g >= 0; --g) {
     const int64_t m = left[static_cast<size_t>(g)];
-    if (!eligible(g) || m < least) continue;
+    if (eligible(g)) pixels_left *= m;
+    if (!eligible(g) || m < least || dims >= max_dims) continue;
     int64_t d = std::min(m, budget / lanes);
     while (d > 1 && m % d != 0) --d;
     if (d < 2) continue;
-    opts.push_back({OptOp::LOCAL, g, d});
+    pixels.push_back({OptOp::LOCAL, g, d});
     lanes *= d;
     ++dims;
   }
+  if (const std::optional<Opt> whole =
+          whole_subgroup_lanes(info, target, left, second, lanes, pixels_left, eligible)) {
+    opts.push_back(*whole);
+    return opts;
+  }
+  opts.insert(opts.end(), pixels.begin(), pixels.end());
   return opts;
 }
 }  // namespace

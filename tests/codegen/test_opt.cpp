@@ -281,6 +281,49 @@ TEST(Opt, HeuristicsPerTarget) {
   }
 }
 
+// Where the lanes share uniform loads through shuffles (lavapipe 22: 8-wide subgroups), a
+// convolution whose pixel lanes would leave a subgroup partial (7 or 14 lanes) takes a whole
+// subgroup's 8: along the output channels for a 1 x 1 (the input's loads are then the shared
+// ones), along the rows where 8 divide them, along the channels for a stride-2 window unless
+// the pixel lanes span the whole image; a stride-1 window at 28 x 28 keeps its 7 column lanes.
+TEST(Opt, SharingLanesFillWholeSubgroups) {
+  Target lavapipe = full_target();
+  lavapipe.cpu_device = true;
+  Target sharing = lavapipe;
+  sharing.shuffle_uniform_loads = true;
+  auto lanes = [](const std::vector<Opt>& opts) {
+    std::vector<Opt> out;
+    std::copy_if(opts.begin(), opts.end(), std::back_inserter(out),
+                 [](const Opt& o) { return o.op == OptOp::LOCAL; });
+    return out;
+  };
+  using L = std::vector<Opt>;
+  const UOp pointwise =
+      scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 1, 1}), {}, 1, 0));
+  const UOp rows56 =
+      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
+  const UOp cols28 =
+      scheduled_kernel(input({1, 128, 28, 28}).conv2d(input({128, 128, 3, 3}), {}, 1, 1));
+  const UOp down28 =
+      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({128, 64, 3, 3}), {}, 2, 1));
+  const UOp down7 =
+      scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 3, 3}), {}, 2, 1));
+  EXPECT_EQ(lanes(heuristic_opts(pointwise, lavapipe)), (L{{OptOp::LOCAL, 1, 14}}));
+  EXPECT_EQ(lanes(heuristic_opts(pointwise, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
+  EXPECT_EQ(lanes(heuristic_opts(rows56, lavapipe)), (L{{OptOp::LOCAL, 2, 7}}));
+  EXPECT_EQ(lanes(heuristic_opts(rows56, sharing)), (L{{OptOp::LOCAL, 1, 8}}));
+  EXPECT_EQ(lanes(heuristic_opts(cols28, sharing)), (L{{OptOp::LOCAL, 2, 7}}));
+  EXPECT_EQ(lanes(heuristic_opts(down28, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
+  EXPECT_EQ(lanes(heuristic_opts(down7, sharing)), (L{{OptOp::LOCAL, 1, 7}}));
+  // Only the lanes change: the register tile is the one without sharing.
+  const std::vector<Opt> without = heuristic_opts(pointwise, lavapipe);
+  std::vector<Opt> with = heuristic_opts(pointwise, sharing);
+  ASSERT_EQ(with.size(), without.size());
+  EXPECT_TRUE(std::equal(with.begin(), with.end() - 1, without.begin()));
+  for (const UOp& k : {pointwise, rows56, cols28, down28, down7})
+    EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, sharing), sharing));
+}
+
 TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
   const Target cpu = cpu::host_target(), gpu = full_target();
   Target no_shared = gpu, no_grid = gpu;

@@ -287,6 +287,19 @@ TEST_P(NnTest, Conv2dEveryShapeKind) {
   expect_conv2d(cases, 150, dev());
 }
 
+TEST_P(NnTest, Conv2dWholeSubgroupLanes) {
+  // Where a device's lanes share uniform loads through shuffles (lavapipe 22), the heuristics
+  // give these a whole subgroup of lanes instead of 7 or 14 pixel lanes: a 1 x 1 along its
+  // output channels (the input's loads are then shared), a stride-2 3 x 3 along its output
+  // channels, a 3 x 3 with 48 rows along them. (Elsewhere they are ordinary convolutions.)
+  const ConvCase cases[] = {
+      {{1, 128, 14, 14}, {64, 128, 1, 1}, 1, 0, 1, 1, true},
+      {{1, 16, 28, 28}, {64, 16, 3, 3}, 2, 1, 1, 1, false},
+      {{1, 8, 48, 28}, {16, 8, 3, 3}, 1, 1, 1, 1, true},
+  };
+  expect_conv2d(cases, 185, dev());
+}
+
 TEST_P(NnTest, Conv2dGemmSizedWithPadding) {
   // The CPU's GEMM packs each convolution's im2col with the padding masked: stride 1, 2 and 3,
   // padding 1, 2 and 3, dilation 2, a 5x5 kernel, each just large enough for the GEMM. (On
