@@ -218,9 +218,10 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
 }
 
 // On a target whose lanes share their uniform loads through subgroup shuffles (lavapipe 22), a
-// convolution's workgroup fills whole subgroups where the pixel lanes of gpu_opts (`lanes` of
-// them, along the axes that the weights ignore) leave one partial: a late stage's 7 or 14 lanes
-// run as 8-wide subgroups with lanes masked off, and fewer lanes share each load. Instead:
+// convolution's workgroup (`spatial`: rows as well as columns that the weights ignore) fills
+// whole subgroups where the pixel lanes of gpu_opts (`lanes` of them) leave one partial: a late
+// stage's 7 or 14 lanes run as 8-wide subgroups with lanes masked off, and fewer lanes share each
+// load. Instead:
 //   a 1 x 1 convolution (one reduce axis) takes a subgroup's lanes along its output channels
 //     (`second`, the register tile's axis that the input's loads ignore), so that the input's
 //     loads are the shared ones, else along a pixel axis that divides;
@@ -234,12 +235,11 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
 template <typename Eligible>
 std::optional<Opt> whole_subgroup_lanes(const RangeInfo& info, const Target& target,
                                         const std::vector<int64_t>& left, int second, int64_t lanes,
-                                        int64_t pixels_left, const Eligible& eligible) {
+                                        int64_t pixels_left, bool spatial,
+                                        const Eligible& eligible) {
   const int64_t S = target.subgroup_size;
   const int G = static_cast<int>(info.globals.size());
-  if (!target.shuffle_uniform_loads || S < 2 || lanes % S == 0 || G < 3 ||
-      !(info.reduces.size() > 1 || prod_sizes(info.reduces) >= 128))
-    return std::nullopt;
+  if (!target.shuffle_uniform_loads || S < 2 || lanes % S == 0 || !spatial) return std::nullopt;
   const UOp& last = info.globals.back();
   int pixel = -1;
   for (int g = G - 1; g >= 0 && pixel < 0; --g)
@@ -325,6 +325,16 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     return opts;
   }
   const UOp& last = info.globals.back();
+  // An output axis that every load ignoring the innermost axis ignores too (a conv's output
+  // pixels, a matmul's columns): lanes along it keep those loads (the weights) uniform.
+  auto eligible = [&](int g) {
+    return std::all_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
+      return mentions(idx, last) || !mentions(idx, info.globals[g]);
+    });
+  };
+  // Besides the columns, another such axis: a convolution's rows.
+  bool spatial = false;
+  for (int g = 0; g + 1 < G; ++g) spatial |= eligible(g);
   std::vector<int64_t> left;
   for (const UOp& g : info.globals) left.push_back(range_size(g));
   std::vector<Opt> opts;
@@ -410,8 +420,11 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // A device that runs on the CPU keeps a convolution's tile at 64 values where its columns give
   // only 4 (its loads are gathers: each feeds more multiply-adds), with a third output axis by
   // 2 (the rows), and unrolls the window's short last axis, whose loads then overlap the
-  // neighbouring columns' (lavapipe, ResNet-18's r_128_28_28_128_3_3: 26.5 -> 16-18 ms).
-  if (target.cpu_device && info.reduces.size() > 1 && second >= 0) {
+  // neighbouring columns' (lavapipe, ResNet-18's r_128_28_28_128_3_3: 26.5 -> 16-18 ms). Where
+  // the lanes share uniform loads through shuffles, a 1 x 1 convolution's tile too (what BEAM
+  // found for ResNet-50's at 28 x 28: 1.18-1.33x each, in one process).
+  if (target.cpu_device && second >= 0 &&
+      (info.reduces.size() > 1 || (target.shuffle_uniform_loads && spatial))) {
     int64_t values = 1;
     for (const Opt& o : opts) values *= o.amount;
     for (int g = G - 2; g >= 0 && values <= 32; --g)
@@ -436,11 +449,6 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   int64_t lanes = 1;
   const int64_t budget = std::min<int64_t>(64, target.max_workgroup_invocations);
   const int max_dims = target.cpu_device ? 1 : 3;
-  auto eligible = [&](int g) {
-    return std::all_of(info.load_indices.begin(), info.load_indices.end(), [&](const UOp& idx) {
-      return mentions(idx, last) || !mentions(idx, info.globals[g]);
-    });
-  };
   int64_t least = 2;
   if (target.cpu_device)
     for (int g = 0; g < G; ++g)
@@ -460,7 +468,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     ++dims;
   }
   if (const std::optional<Opt> whole =
-          whole_subgroup_lanes(info, target, left, second, lanes, pixels_left, eligible)) {
+          whole_subgroup_lanes(info, target, left, second, lanes, pixels_left, spatial, eligible)) {
     opts.push_back(*whole);
     return opts;
   }

@@ -286,6 +286,7 @@ TEST(Opt, HeuristicsPerTarget) {
 // subgroup's 8: along the output channels for a 1 x 1 (the input's loads are then the shared
 // ones), along the rows where 8 divide them, along the channels for a stride-2 window unless
 // the pixel lanes span the whole image; a stride-1 window at 28 x 28 keeps its 7 column lanes.
+// The lanes' rule holds for a 1 x 1 of few input channels too (64: ResNet-50's first 1 x 1).
 TEST(Opt, SharingLanesFillWholeSubgroups) {
   Target lavapipe = full_target();
   lavapipe.cpu_device = true;
@@ -300,27 +301,39 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
   using L = std::vector<Opt>;
   const UOp pointwise =
       scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 1, 1}), {}, 1, 0));
+  const UOp narrow =
+      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({256, 64, 1, 1}), {}, 1, 0));
   const UOp rows56 =
       scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
   const UOp cols28 =
       scheduled_kernel(input({1, 128, 28, 28}).conv2d(input({128, 128, 3, 3}), {}, 1, 1));
   const UOp down28 =
       scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({128, 64, 3, 3}), {}, 2, 1));
+  const UOp pointwise28 =
+      scheduled_kernel(input({1, 512, 28, 28}).conv2d(input({128, 512, 1, 1}), {}, 1, 0));
   const UOp down7 =
       scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 3, 3}), {}, 2, 1));
   EXPECT_EQ(lanes(heuristic_opts(pointwise, lavapipe)), (L{{OptOp::LOCAL, 1, 14}}));
   EXPECT_EQ(lanes(heuristic_opts(pointwise, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
+  EXPECT_EQ(lanes(heuristic_opts(narrow, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
   EXPECT_EQ(lanes(heuristic_opts(rows56, lavapipe)), (L{{OptOp::LOCAL, 2, 7}}));
   EXPECT_EQ(lanes(heuristic_opts(rows56, sharing)), (L{{OptOp::LOCAL, 1, 8}}));
   EXPECT_EQ(lanes(heuristic_opts(cols28, sharing)), (L{{OptOp::LOCAL, 2, 7}}));
   EXPECT_EQ(lanes(heuristic_opts(down28, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
   EXPECT_EQ(lanes(heuristic_opts(down7, sharing)), (L{{OptOp::LOCAL, 1, 7}}));
+  // A 1 x 1 whose columns give its tile only 4 values adds the rows by 2, as a window does.
+  EXPECT_EQ(heuristic_opts(pointwise28, sharing), (L{{OptOp::UPCAST, 2, 4},
+                                                     {OptOp::UPCAST, 0, 8},
+                                                     {OptOp::UPCAST, 1, 2},
+                                                     {OptOp::UNROLL, 0, 4},
+                                                     {OptOp::LOCAL, 0, 8}}));
+  EXPECT_EQ(heuristic_opts(pointwise28, lavapipe).size(), 4U);
   // Only the lanes change: the register tile is the one without sharing.
   const std::vector<Opt> without = heuristic_opts(pointwise, lavapipe);
   std::vector<Opt> with = heuristic_opts(pointwise, sharing);
   ASSERT_EQ(with.size(), without.size());
   EXPECT_TRUE(std::equal(with.begin(), with.end() - 1, without.begin()));
-  for (const UOp& k : {pointwise, rows56, cols28, down28, down7})
+  for (const UOp& k : {pointwise, narrow, rows56, cols28, down28, down7, pointwise28})
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, sharing), sharing));
 }
 

@@ -294,6 +294,7 @@ TEST_P(NnTest, Conv2dWholeSubgroupLanes) {
   // channels, a 3 x 3 with 48 rows along them. (Elsewhere they are ordinary convolutions.)
   const ConvCase cases[] = {
       {{1, 128, 14, 14}, {64, 128, 1, 1}, 1, 0, 1, 1, true},
+      {{1, 32, 20, 20}, {64, 32, 1, 1}, 1, 0, 1, 1, false},  // 4 columns a tile: rows by 2
       {{1, 16, 28, 28}, {64, 16, 3, 3}, 2, 1, 1, 1, false},
       {{1, 8, 48, 28}, {16, 8, 3, 3}, 1, 1, 1, 1, true},
   };
