@@ -328,12 +328,23 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
                                                      {OptOp::UNROLL, 0, 4},
                                                      {OptOp::LOCAL, 0, 8}}));
   EXPECT_EQ(heuristic_opts(pointwise28, lavapipe).size(), 4U);
+  // A stem's 7 x 7 at stride 2 unrolls its window's columns, its channels' tile halved to fit.
+  const UOp stem = scheduled_kernel(input({1, 3, 32, 32}).conv2d(input({64, 3, 7, 7}), {}, 2, 3));
+  EXPECT_EQ(heuristic_opts(stem, sharing), (L{{OptOp::UPCAST, 2, 4},
+                                              {OptOp::UPCAST, 2, 2},
+                                              {OptOp::UPCAST, 0, 4},
+                                              {OptOp::UNROLL, 2, 7},
+                                              {OptOp::LOCAL, 1, 16}}));
+  EXPECT_EQ(heuristic_opts(stem, lavapipe), (L{{OptOp::UPCAST, 2, 4},
+                                               {OptOp::UPCAST, 2, 2},
+                                               {OptOp::UPCAST, 0, 8},
+                                               {OptOp::LOCAL, 1, 16}}));
   // Only the lanes change: the register tile is the one without sharing.
   const std::vector<Opt> without = heuristic_opts(pointwise, lavapipe);
   std::vector<Opt> with = heuristic_opts(pointwise, sharing);
   ASSERT_EQ(with.size(), without.size());
   EXPECT_TRUE(std::equal(with.begin(), with.end() - 1, without.begin()));
-  for (const UOp& k : {pointwise, narrow, rows56, cols28, down28, down7, pointwise28})
+  for (const UOp& k : {pointwise, narrow, rows56, cols28, down28, down7, pointwise28, stem})
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, sharing), sharing));
 }
 

@@ -297,6 +297,7 @@ TEST_P(NnTest, Conv2dWholeSubgroupLanes) {
       {{1, 32, 20, 20}, {64, 32, 1, 1}, 1, 0, 1, 1, false},  // 4 columns a tile: rows by 2
       {{1, 16, 28, 28}, {64, 16, 3, 3}, 2, 1, 1, 1, false},
       {{1, 8, 48, 28}, {16, 8, 3, 3}, 1, 1, 1, 1, true},
+      {{1, 3, 32, 32}, {64, 3, 7, 7}, 2, 3, 1, 1, true},  // a stem: its window's columns unrolled
   };
   expect_conv2d(cases, 185, dev());
 }
