@@ -273,8 +273,13 @@ TEST(Opt, HeuristicsPerTarget) {
                                                                   {OptOp::LOCAL, 1, 7}}));
   // A device that runs on the CPU keeps the columns' tile (not measured otherwise there).
   EXPECT_EQ(heuristic_opts(down, lavapipe).front(), (Opt{OptOp::UPCAST, 2, 4}));
+  // A pool's short window on a device that runs on the CPU: 4 neighbouring outputs an
+  // invocation, their windows' loads overlapping; elsewhere one.
+  const UOp pool = scheduled_kernel(input({1, 8, 16, 16}).max_pool2d(3, 2, 1));
+  EXPECT_EQ(heuristic_opts(pool, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 2, 4}}));
+  EXPECT_EQ(heuristic_opts(pool, gpu), std::vector<Opt>{});
   // Every heuristic list applies.
-  for (const UOp& k : {mm, big, rows, short_rows, biased, ew, conv, late, mm256, narrow}) {
+  for (const UOp& k : {mm, big, rows, short_rows, biased, ew, conv, late, mm256, narrow, pool}) {
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, cpu), cpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, gpu), gpu));
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, lavapipe), lavapipe));

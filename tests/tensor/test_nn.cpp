@@ -643,6 +643,15 @@ TEST_P(NnTest, MaxPool2d) {
   want = ref_pool(vi, xi, 2, 1, 1, true, out);
   expect_values(make_tensor(vi, xi, dtypes::int32, dev()).max_pool2d(2, 1, 1), out, dtypes::int32,
                 want);
+  // 8 output columns (a device that runs on the CPU computes 4 neighbours an invocation), padded,
+  // max and average.
+  const Shape xw{1, 4, 9, 15};
+  const std::vector<double> w = rand32(numel_of(xw), -5, 5, 82);
+  const Tensor tw = make_tensor(w, xw, dtypes::float32, dev());
+  want = ref_pool(w, xw, 3, 2, 1, true, out);
+  expect_values(tw.max_pool2d(3, 2, 1), out, dtypes::float32, want);
+  want = ref_pool(w, xw, 3, 2, 1, false, out);
+  expect_values(tw.avg_pool2d(3, 2, 1), out, dtypes::float32, want, 1e-6, 1e-6);
 }
 
 TEST_P(NnTest, AvgPool2d) {
