@@ -304,20 +304,16 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
     return out;
   };
   using L = std::vector<Opt>;
-  const UOp pointwise =
-      scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 1, 1}), {}, 1, 0));
-  const UOp narrow =
-      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({256, 64, 1, 1}), {}, 1, 0));
-  const UOp rows56 =
-      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
-  const UOp cols28 =
-      scheduled_kernel(input({1, 128, 28, 28}).conv2d(input({128, 128, 3, 3}), {}, 1, 1));
-  const UOp down28 =
-      scheduled_kernel(input({1, 64, 56, 56}).conv2d(input({128, 64, 3, 3}), {}, 2, 1));
-  const UOp pointwise28 =
-      scheduled_kernel(input({1, 512, 28, 28}).conv2d(input({128, 512, 1, 1}), {}, 1, 0));
-  const UOp down7 =
-      scheduled_kernel(input({1, 256, 14, 14}).conv2d(input({512, 256, 3, 3}), {}, 2, 1));
+  auto conv = [](const Shape& x, const Shape& w, int64_t stride, int64_t padding) {
+    return scheduled_kernel(input(x).conv2d(input(w), {}, stride, padding));
+  };
+  const UOp pointwise = conv({1, 256, 14, 14}, {512, 256, 1, 1}, 1, 0);
+  const UOp narrow = conv({1, 64, 56, 56}, {256, 64, 1, 1}, 1, 0);
+  const UOp rows56 = conv({1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1);
+  const UOp cols28 = conv({1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1);
+  const UOp down28 = conv({1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1);
+  const UOp pointwise28 = conv({1, 512, 28, 28}, {128, 512, 1, 1}, 1, 0);
+  const UOp down7 = conv({1, 256, 14, 14}, {512, 256, 3, 3}, 2, 1);
   EXPECT_EQ(lanes(heuristic_opts(pointwise, lavapipe)), (L{{OptOp::LOCAL, 1, 14}}));
   EXPECT_EQ(lanes(heuristic_opts(pointwise, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
   EXPECT_EQ(lanes(heuristic_opts(narrow, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
@@ -334,7 +330,7 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
                                                      {OptOp::LOCAL, 0, 8}}));
   EXPECT_EQ(heuristic_opts(pointwise28, lavapipe).size(), 4U);
   // A stem's 7 x 7 at stride 2 unrolls its window's columns, its channels' tile halved to fit.
-  const UOp stem = scheduled_kernel(input({1, 3, 32, 32}).conv2d(input({64, 3, 7, 7}), {}, 2, 3));
+  const UOp stem = conv({1, 3, 32, 32}, {64, 3, 7, 7}, 2, 3);
   EXPECT_EQ(heuristic_opts(stem, sharing), (L{{OptOp::UPCAST, 2, 4},
                                               {OptOp::UPCAST, 2, 2},
                                               {OptOp::UPCAST, 0, 4},
