@@ -125,6 +125,8 @@ class CpuRuntime final : public Runtime {
     return fmt::format("CPU|{}|{} threads|{}|{}", cpu_model(), ThreadPool::global().size(),
                        ci.version, target_key(target_));
   }
+  const Target& target() const override { return target_; }
+
   std::string describe() const override {
     const CompilerInfo& ci = Compiler::instance().info();
     return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}; float32 subnormals {}",

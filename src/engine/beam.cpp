@@ -20,6 +20,7 @@
 #include <utility>
 #include <vkgrad/error.hpp>
 
+#include "codegen/gemm.hpp"
 #include "codegen/linearize.hpp"
 #include "engine/internal.hpp"
 
@@ -340,24 +341,103 @@ void record_tuned(TunedKernel k) {
   g_tuned.push_back(std::move(k));
 }
 
-std::vector<Opt> beam_actions(const UOp& ast) {
+namespace {
+
+// The amounts a split of an axis of `size` takes: its divisors from 2 to `most` that are at most
+// 16 or a power of two (7 and 14 for ResNet's 56-wide rows, 64 or 256 lanes for a GPU's
+// workgroup; not 28 or 98, which add candidates and little else), and, for lanes, any multiple
+// of the subgroup (`lanes_of`, 0: none).
+std::vector<int64_t> split_amounts(int64_t size, int64_t most, int64_t lanes_of = 0) {
+  std::vector<int64_t> out;
+  for (int64_t d = 2; d <= std::min(size, most); ++d)
+    if (size % d == 0 && (d <= 16 || (d & (d - 1)) == 0 || (lanes_of > 1 && d % lanes_of == 0)))
+      out.push_back(d);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
+  // The actions that stand alone (GEMM, GROUP) take the empty list only, and nothing follows them.
+  const bool alone = std::any_of(opts.begin(), opts.end(), [](const Opt& o) {
+    return o.op == OptOp::GEMM || o.op == OptOp::GROUP;
+  });
+  if (alone) return {};
+  // What the list leaves of each axis, the values each invocation holds, its lanes.
   const KernelAxes axes = kernel_axes(ast);
+  const int G = static_cast<int>(axes.globals.size()), R = static_cast<int>(axes.reduces.size());
+  std::vector<int64_t> left;
+  for (const UOp& r : axes.globals) left.push_back(range_size(r));
+  for (const UOp& r : axes.reduces) left.push_back(range_size(r));
+  int64_t values = 1, lanes = 1;
+  std::vector<int> local_axes;
+  bool staged = false;
+  for (const Opt& o : opts) {
+    const bool global = o.op == OptOp::UPCAST || o.op == OptOp::LOCAL;
+    const int at = global ? o.axis : G + o.axis;
+    if (o.axis < 0 || at >= G + R || (global && o.axis >= G) || o.amount < 2) return {};
+    if (left[at] > 0) left[at] /= o.amount;
+    if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL) values *= o.amount;
+    if (o.op == OptOp::LOCAL) {
+      lanes *= o.amount;
+      local_axes.push_back(o.axis);
+    }
+    staged = staged || o.op == OptOp::STAGE;
+  }
   std::vector<Opt> out;
-  for (int g = 0; g < static_cast<int>(axes.globals.size()); ++g) {
-    for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UPCAST, g, n});
-    for (int64_t n : {2, 4, 8, 16, 32}) out.push_back({OptOp::LOCAL, g, n});
+  const int64_t registers = kMaxUpcast / values;
+  for (int g = 0; g < G; ++g)
+    for (int64_t n : split_amounts(left[g], std::min<int64_t>(32, registers)))
+      out.push_back({OptOp::UPCAST, g, n});
+  for (int r = 0; r < R; ++r)
+    for (int64_t n : split_amounts(left[G + r], std::min<int64_t>(32, registers)))
+      out.push_back({OptOp::UNROLL, r, n});
+  // Lanes: a grid's workgroup of up to three axes, within the target's invocations and the size
+  // of the dimension the axis takes (the innermost LOCAL axis x, the next y, then z).
+  if (target.threads && target.grid && local_axes.size() < 3)
+    for (int g = 0; g < G; ++g) {
+      if (std::find(local_axes.begin(), local_axes.end(), g) != local_axes.end()) continue;
+      const auto dim =
+          std::count_if(local_axes.begin(), local_axes.end(), [&](int l) { return l > g; });
+      const int64_t most = std::min<int64_t>(target.max_workgroup_invocations / lanes,
+                                             target.max_workgroup_size[dim]);
+      for (int64_t n : split_amounts(left[g], most, target.subgroup_size))
+        out.push_back({OptOp::LOCAL, g, n});
+    }
+  // A staged reduce axis (beside a workgroup) keeps an outer loop of two steps or more.
+  if (target.threads && target.grid && target.local_memory && !staged && !local_axes.empty())
+    for (int r = 0; r < R; ++r)
+      for (int64_t n : split_amounts(left[G + r], std::min<int64_t>(16, left[G + r] / 2)))
+        if ((n & (n - 1)) == 0) out.push_back({OptOp::STAGE, r, n});
+  if (opts.empty()) {
+    // A grouped reduction: powers of two from the subgroup's size to the workgroup's limit.
+    if (target.threads && target.local_memory && R > 0)
+      for (int64_t n = std::max<int64_t>(2, target.subgroup_size);
+           n <= target.max_workgroup_invocations; n *= 2)
+        out.push_back({OptOp::GROUP, 0, n});
+    // The GEMM's variants: how A is read (or Winograd), the register tile's rows from half the
+    // target's most to its most, even counts.
+    if (target.gemm) {
+      const int64_t most = gemm_max_rows(target);
+      for (int a : {0, 1, 2, 3}) {
+        out.push_back({OptOp::GEMM, a, 0});
+        for (int64_t rows = std::max<int64_t>(1, (most + 1) / 2); rows <= most; ++rows)
+          if (rows % 2 == 0 || rows == most) out.push_back({OptOp::GEMM, a, rows});
+      }
+    }
   }
-  for (int r = 0; r < static_cast<int>(axes.reduces.size()); ++r) {
-    for (int64_t n : {2, 3, 4, 7, 8}) out.push_back({OptOp::UNROLL, r, n});
-    for (int64_t n : {2, 4, 8}) out.push_back({OptOp::STAGE, r, n});
-  }
-  if (!axes.reduces.empty())
-    for (int64_t n : {16, 32, 64, 128, 256}) out.push_back({OptOp::GROUP, 0, n});
-  // The GEMM's variants: how A is read (or Winograd), the register tile's rows (those past the
-  // target's, A in place where it is not contiguous, Winograd where the kernel is no stride-1
-  // 3 x 3 convolution, fail to render and are dropped).
-  for (int a : {0, 1, 2, 3})
-    for (int64_t rows : {0, 6, 8, 10, 12}) out.push_back({OptOp::GEMM, a, rows});
+  // Only those the kernel takes: apply_opts checks what the amounts cannot (a GEMM's or
+  // Winograd's shape, shared memory, STAGE's shared operands).
+  std::erase_if(out, [&](const Opt& a) {
+    std::vector<Opt> extended = opts;
+    extended.push_back(a);
+    try {
+      apply_opts(ast, extended, target);
+      return false;
+    } catch (const Error&) {
+      return true;
+    }
+  });
   return out;
 }
 
@@ -476,23 +556,29 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   };
   confirm(timed_roots);
   beam.insert(beam.end(), timed_roots.begin(), timed_roots.end());
-  const std::vector<Opt> actions = beam_actions(ast);
+  const Target& target = rt.target();
+  std::map<std::string, std::vector<Opt>> actions_of;  // by list
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,
   // and the search ends when no step does.
   for (int round = 0; round < kMaxRounds; ++round) {
     std::vector<Candidate> lists;
+    auto actions = [&](const std::vector<Opt>& opts) -> const std::vector<Opt>& {
+      auto [it, fresh] = actions_of.try_emplace(to_string(opts));
+      if (fresh) it->second = beam_actions(ast, opts, target);
+      return it->second;
+    };
     for (const Candidate& c : beam)
-      for (const Opt& a : actions) {
+      for (const Opt& a : actions(c.opts)) {
         lists.push_back({c.opts, 0, c.relative});
         lists.back().opts.push_back(a);
       }
-    // The actions that stand alone (GEMM's variants) are reached from the empty list only: the
+    // The actions that stand alone (GEMM, GROUP) are reached from the empty list only: the
     // first round tries them even where the empty list ran too slowly to be kept.
     if (round == 0 &&
         std::none_of(beam.begin(), beam.end(), [](const Candidate& c) { return c.opts.empty(); }))
-      for (const Opt& a : actions)
-        if (a.op == OptOp::GEMM) lists.push_back({{a}, 0, kRoot});
+      for (const Opt& a : actions({}))
+        if (a.op == OptOp::GEMM || a.op == OptOp::GROUP) lists.push_back({{a}, 0, kRoot});
     std::vector<Candidate> next;
     try_lists(lists, next);
     std::erase_if(next, [](const Candidate& c) { return !(c.relative < c.parent); });

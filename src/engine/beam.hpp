@@ -3,8 +3,8 @@
 //
 // The search starts from the heuristics' list, the empty list and the heuristics' list's prefixes
 // (the lists on the way from one to the other). Each round extends every kept candidate by one
-// action (beam_actions: every Opt op on every axis at the usual amounts; the
-// target's limits are apply_opts's checks, so an illegal one fails to render and is dropped) and
+// action (beam_actions: the amounts the target's registers, workgroups and shared memory allow
+// on what the list leaves of each axis) and
 // keeps the `width` fastest of the extensions that are faster than the list they extend; it
 // stops when no extension is. A candidate's time (the minimum of a run alone and a few runs back
 // to back) is kept relative to the heuristics' kernel timed just before and after it, so that a
@@ -45,8 +45,14 @@ int beam_width();  // beam_settings().width
 // Records a search of this process (vkgrad::tuned_kernels()).
 void record_tuned(TunedKernel k);
 
-// The one-step extensions a search tries after `opts` on a kernel (before apply_opts).
-std::vector<Opt> beam_actions(const UOp& ast);
+// The one-step extensions a search tries after `opts` on a kernel, from the target and what
+// the list leaves of each axis: UPCAST and UNROLL by the axis's divisors up to 32 (at most 16, or
+// powers of two) within kMaxUpcast values an invocation; on a target with a grid, LOCAL by those
+// divisors and by multiples of the subgroup within the workgroup's limits; STAGE beside a
+// workgroup where there is shared memory; from the empty list, GROUP (powers of two from the
+// subgroup to the workgroup's limit) and the GEMM's variants (how A is read, rows from half the
+// register tile's most). Only actions apply_opts takes after `opts` are returned.
+std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
 
 // A list a search timed, with its compiled kernel.
 struct BeamVariant {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/program.hpp"
+#include "codegen/target.hpp"
 
 namespace vkgrad {
 
@@ -59,6 +60,8 @@ class Runtime {
   // stretch (a GPU left idle clocks down): a BEAM search runs its reference kernel this long
   // before it times candidates.
   virtual double warm_up_seconds() const { return 0; }
+  // What the code generator renders for (a BEAM search's actions come from it).
+  virtual const Target& target() const = 0;
 
   // Memory: opaque handles. alloc throws OutOfMemory (and the runtime stays usable).
   virtual void* alloc(size_t bytes) = 0;

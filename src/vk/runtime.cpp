@@ -106,6 +106,8 @@ class VulkanRuntime final : public Runtime {
     return fmt::format("VULKAN|{}|{}|{}|{}|{}", c.props.deviceName, c.props.driverVersion,
                        c.p12.driverInfo, uuid, target_key(target_));
   }
+  const Target& target() const override { return target_; }
+
   // A GPU idle while candidates compile clocks down (an H100 idles at 345 MHz, 1980 under
   // load): 0.1 s of its reference kernel first took BEAM's isolated time of ResNet-18's
   // r_64_56_56_64_3_3 from 0.294 to 0.158-0.215 ms (0.056 in the forward). A device that runs

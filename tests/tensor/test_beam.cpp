@@ -163,6 +163,99 @@ TEST_P(BeamTest, ACandidateWithAWrongOutputIsNeverChosen) {
   EXPECT_EQ(r.dropped, r.tried);
 }
 
+// The search's one-step extensions come from the target: what its registers, workgroups and
+// shared memory allow on what a list leaves of each axis, and nothing apply_opts refuses.
+std::vector<int64_t> amounts(const std::vector<Opt>& actions, OptOp op, int axis) {
+  std::vector<int64_t> out;
+  for (const Opt& a : actions)
+    if (a.op == op && a.axis == axis) out.push_back(a.amount);
+  return out;
+}
+bool has_op(const std::vector<Opt>& actions, OptOp op) {
+  return std::any_of(actions.begin(), actions.end(), [&](const Opt& a) { return a.op == op; });
+}
+Target gpu_target(uint32_t subgroup, uint32_t invocations, uint32_t shared) {
+  Target t;
+  t.language = Target::Language::glsl;
+  t.threads = t.local_memory = t.grid = true;
+  t.subgroup_size = subgroup;
+  t.max_workgroup_invocations = invocations;
+  for (uint32_t& n : t.max_workgroup_size) n = invocations;
+  t.max_workgroup_size[2] = 64;
+  for (uint32_t& n : t.max_group_count) n = 65535;
+  t.max_shared_bytes = shared;
+  return t;
+}
+
+TEST(BeamActions, ComeFromTheTargetAndWhatTheListLeaves) {
+  // A 3 x 3 convolution, 32 -> 64 channels over 56 x 56: globals (64, 56, 56), reduces
+  // (32, 3, 3).
+  const UOp conv = kernel_of(Tensor::empty({1, 32, 58, 58}, dtypes::float32, "CPU")
+                                 .conv2d(Tensor::empty({64, 32, 3, 3}, dtypes::float32, "CPU")))
+                       .ast;
+  const Target nvidia = gpu_target(32, 1024, 49152);
+  const std::vector<Opt> gpu = engine::beam_actions(conv, {}, nvidia);
+  // Lanes: the divisors of 56 up to 16 (7 and 14 among them) and the multiples of the subgroup
+  // (56 for a subgroup of 8, not of 32); 64 channels up to a whole workgroup of them. No GEMM on
+  // a target that renders none.
+  EXPECT_EQ(amounts(gpu, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14}));
+  EXPECT_EQ(amounts(gpu, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(amounts(gpu, OptOp::UPCAST, 2), (std::vector<int64_t>{2, 4, 7, 8, 14}));
+  EXPECT_EQ(amounts(gpu, OptOp::UNROLL, 1), (std::vector<int64_t>{3}));
+  EXPECT_EQ(amounts(gpu, OptOp::GROUP, 0), (std::vector<int64_t>{32, 64, 128, 256, 512, 1024}));
+  EXPECT_FALSE(has_op(gpu, OptOp::GEMM));
+  EXPECT_FALSE(has_op(gpu, OptOp::STAGE));  // staging needs a workgroup first
+  // After 64 lanes over the channels: at most 16 more along another axis, STAGE beside them,
+  // nothing on the channels' axis again, nothing that stands alone.
+  const std::vector<Opt> lanes{{OptOp::LOCAL, 0, 64}};
+  const std::vector<Opt> after = engine::beam_actions(conv, lanes, nvidia);
+  EXPECT_EQ(amounts(after, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14}));
+  EXPECT_TRUE(amounts(after, OptOp::LOCAL, 0).empty());
+  EXPECT_EQ(amounts(after, OptOp::STAGE, 0), (std::vector<int64_t>{2, 4, 8, 16}));
+  EXPECT_FALSE(has_op(after, OptOp::GROUP));
+  // A target of 256 invocations and 1 KiB of shared memory: fewer lanes and grouped lanes.
+  const std::vector<Opt> small = engine::beam_actions(conv, {}, gpu_target(8, 256, 1024));
+  EXPECT_EQ(amounts(small, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14, 56}));
+  EXPECT_EQ(amounts(small, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(amounts(small, OptOp::GROUP, 0), (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
+  const std::vector<Opt> tiny = engine::beam_actions(conv, {}, gpu_target(8, 16, 1024));
+  EXPECT_EQ(amounts(tiny, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16}));
+  // The third LOCAL axis, outermost, is the workgroup's z: at most 4 of them on this target.
+  Target flat_z = gpu_target(8, 1024, 1024);
+  flat_z.max_workgroup_size[2] = 4;
+  const std::vector<Opt> two{{OptOp::LOCAL, 2, 2}, {OptOp::LOCAL, 1, 2}};
+  EXPECT_EQ(amounts(engine::beam_actions(conv, two, flat_z), OptOp::LOCAL, 0),
+            (std::vector<int64_t>{2, 4}));
+  // What the list leaves: 28 columns after an upcast of 2.
+  const std::vector<Opt> wide{{OptOp::UPCAST, 2, 2}, {OptOp::LOCAL, 0, 2}};
+  EXPECT_EQ(amounts(engine::beam_actions(conv, wide, flat_z), OptOp::LOCAL, 2),
+            (std::vector<int64_t>{2, 4, 7, 14}));
+  // Values per invocation: after 64 of them, at most 4 more (not the 7 columns left).
+  const std::vector<Opt> tile{{OptOp::UPCAST, 0, 8}, {OptOp::UPCAST, 2, 8}};
+  const std::vector<Opt> full = engine::beam_actions(conv, tile, nvidia);
+  EXPECT_EQ(amounts(full, OptOp::UPCAST, 0), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(amounts(full, OptOp::UNROLL, 0), (std::vector<int64_t>{2, 4}));
+  EXPECT_TRUE(amounts(full, OptOp::UPCAST, 2).empty());
+  // The host's C: no workgroups; the GEMM's variants from the empty list only, and nothing after
+  // one.
+  const Target host = engine::runtime_of("CPU").target();
+  const std::vector<Opt> cpu = engine::beam_actions(conv, {}, host);
+  EXPECT_FALSE(has_op(cpu, OptOp::LOCAL) || has_op(cpu, OptOp::GROUP) || has_op(cpu, OptOp::STAGE));
+  EXPECT_TRUE(has_op(cpu, OptOp::GEMM));
+  EXPECT_TRUE(has_op(cpu, OptOp::UPCAST));
+  EXPECT_TRUE(engine::beam_actions(conv, {{OptOp::GEMM, 0, 0}}, host).empty());
+  // Every action returned applies after its list.
+  for (const auto& [target, list] : {std::pair{nvidia, std::vector<Opt>{}},
+                                     {nvidia, lanes},
+                                     {nvidia, tile},
+                                     {host, std::vector<Opt>{}}})
+    for (const Opt& a : engine::beam_actions(conv, list, target)) {
+      std::vector<Opt> extended = list;
+      extended.push_back(a);
+      EXPECT_NO_THROW(apply_opts(conv, extended, target)) << to_string(extended);
+    }
+}
+
 TEST_P(BeamTest, KernelsWithVariablesKeepTheHeuristics) {
   const Tensor x = Tensor::zeros({5}, dtypes::float32, dev()).symbolic(0, Variable("bt_n", 1, 64));
   const Kernel k = kernel_of(x * 2.0);
