@@ -56,6 +56,14 @@ constexpr double kScheduleSeconds = 3.0;
 // of tens of microseconds (lavapipe's elementwise kernels) times 5-30% apart from one process to
 // the next with the same code.
 constexpr double kMinGainSeconds = 5e-6;
+// The actions' amounts (beam_actions): a register split (UPCAST, UNROLL, STAGE) of up to 8 a
+// step; lanes along one axis up to 4 subgroups (of 8 at least: 32 on lavapipe, 128 on NVIDIA's
+// 32-wide subgroups, 256 on AMD's 64-wide ones), a grouped reduction up to 32. Larger amounts
+// multiplied the candidates that compile slowly (lavapipe compiles at the first dispatch) and
+// found nothing in ResNet-18's search.
+constexpr int64_t kMaxSplit = 8;
+constexpr int64_t kMaxSubgroupsAlong = 4;
+constexpr int64_t kMaxSubgroupsGrouped = 32;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -344,13 +352,12 @@ void record_tuned(TunedKernel k) {
 namespace {
 
 // The amounts a split of an axis of `size` takes: its divisors from 2 to `most` that are at most
-// 16 or a power of two (7 and 14 for ResNet's 56-wide rows, 64 or 256 lanes for a GPU's
-// workgroup; not 28 or 98, which add candidates and little else), and, for lanes, any multiple
-// of the subgroup (`lanes_of`, 0: none).
-std::vector<int64_t> split_amounts(int64_t size, int64_t most, int64_t lanes_of = 0) {
+// `small` or a power of two, or a multiple of `lanes_of` (the subgroup; 0: none).
+std::vector<int64_t> split_amounts(int64_t size, int64_t most, int64_t small,
+                                   int64_t lanes_of = 0) {
   std::vector<int64_t> out;
   for (int64_t d = 2; d <= std::min(size, most); ++d)
-    if (size % d == 0 && (d <= 16 || (d & (d - 1)) == 0 || (lanes_of > 1 && d % lanes_of == 0)))
+    if (size % d == 0 && (d <= small || (d & (d - 1)) == 0 || (lanes_of > 1 && d % lanes_of == 0)))
       out.push_back(d);
   return out;
 }
@@ -385,35 +392,45 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
     staged = staged || o.op == OptOp::STAGE;
   }
   std::vector<Opt> out;
-  const int64_t registers = kMaxUpcast / values;
+  // Registers: up to 8 values a step (a larger tile is two steps, each of which must pay), within
+  // kMaxUpcast values an invocation.
+  const int64_t registers = std::min<int64_t>(kMaxSplit, kMaxUpcast / values);
   for (int g = 0; g < G; ++g)
-    for (int64_t n : split_amounts(left[g], std::min<int64_t>(32, registers)))
+    for (int64_t n : split_amounts(left[g], registers, registers))
       out.push_back({OptOp::UPCAST, g, n});
   for (int r = 0; r < R; ++r)
-    for (int64_t n : split_amounts(left[G + r], std::min<int64_t>(32, registers)))
+    for (int64_t n : split_amounts(left[G + r], registers, registers))
       out.push_back({OptOp::UNROLL, r, n});
   // Lanes: a grid's workgroup of up to three axes, within the target's invocations and the size
-  // of the dimension the axis takes (the innermost LOCAL axis x, the next y, then z).
+  // of the dimension the axis takes (the innermost LOCAL axis x, the next y, then z), along one
+  // axis up to kMaxSubgroupsAlong subgroups (a larger workgroup spans several axes): the
+  // divisors up to 16 (7 and 14 for ResNet's 56-wide rows), powers of two and multiples of the
+  // subgroup.
   if (target.threads && target.grid && local_axes.size() < 3)
     for (int g = 0; g < G; ++g) {
       if (std::find(local_axes.begin(), local_axes.end(), g) != local_axes.end()) continue;
       const auto dim =
           std::count_if(local_axes.begin(), local_axes.end(), [&](int l) { return l > g; });
-      const int64_t most = std::min<int64_t>(target.max_workgroup_invocations / lanes,
-                                             target.max_workgroup_size[dim]);
-      for (int64_t n : split_amounts(left[g], most, target.subgroup_size))
+      const int64_t most = std::min<int64_t>(
+          {target.max_workgroup_invocations / lanes, target.max_workgroup_size[dim],
+           kMaxSubgroupsAlong * std::max<int64_t>(8, target.subgroup_size)});
+      for (int64_t n : split_amounts(left[g], most, 16, target.subgroup_size))
         out.push_back({OptOp::LOCAL, g, n});
     }
   // A staged reduce axis (beside a workgroup) keeps an outer loop of two steps or more.
   if (target.threads && target.grid && target.local_memory && !staged && !local_axes.empty())
     for (int r = 0; r < R; ++r)
-      for (int64_t n : split_amounts(left[G + r], std::min<int64_t>(16, left[G + r] / 2)))
-        if ((n & (n - 1)) == 0) out.push_back({OptOp::STAGE, r, n});
+      for (int64_t n : split_amounts(left[G + r], std::min<int64_t>(kMaxSplit, left[G + r] / 2), 0))
+        out.push_back({OptOp::STAGE, r, n});
   if (opts.empty()) {
-    // A grouped reduction: powers of two from the subgroup's size to the workgroup's limit.
+    // A grouped reduction: powers of two from the subgroup's size to the workgroup's limit, at
+    // most kMaxSubgroupsGrouped subgroups.
     if (target.threads && target.local_memory && R > 0)
       for (int64_t n = std::max<int64_t>(2, target.subgroup_size);
-           n <= target.max_workgroup_invocations; n *= 2)
+           n <=
+           std::min<int64_t>(target.max_workgroup_invocations,
+                             kMaxSubgroupsGrouped * std::max<uint32_t>(8, target.subgroup_size));
+           n *= 2)
         out.push_back({OptOp::GROUP, 0, n});
     // The GEMM's variants: how A is read (or Winograd), the register tile's rows from half the
     // target's most to its most, even counts.

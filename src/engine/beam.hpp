@@ -4,8 +4,7 @@
 // The search starts from the heuristics' list, the empty list and the heuristics' list's prefixes
 // (the lists on the way from one to the other). Each round extends every kept candidate by one
 // action (beam_actions: the amounts the target's registers, workgroups and shared memory allow
-// on what the list leaves of each axis) and
-// keeps the `width` fastest of the extensions that are faster than the list they extend; it
+// on what the list leaves of each axis) and keeps the `width` fastest of the extensions that are faster than the list they extend; it
 // stops when no extension is. A candidate's time (the minimum of a run alone and a few runs back
 // to back) is kept relative to the heuristics' kernel timed just before and after it, so that a
 // machine slowed by other work for seconds at a time does not rank lists by when they ran; the
@@ -46,12 +45,13 @@ int beam_width();  // beam_settings().width
 void record_tuned(TunedKernel k);
 
 // The one-step extensions a search tries after `opts` on a kernel, from the target and what
-// the list leaves of each axis: UPCAST and UNROLL by the axis's divisors up to 32 (at most 16, or
-// powers of two) within kMaxUpcast values an invocation; on a target with a grid, LOCAL by those
-// divisors and by multiples of the subgroup within the workgroup's limits; STAGE beside a
-// workgroup where there is shared memory; from the empty list, GROUP (powers of two from the
-// subgroup to the workgroup's limit) and the GEMM's variants (how A is read, rows from half the
-// register tile's most). Only actions apply_opts takes after `opts` are returned.
+// the list leaves of each axis: UPCAST and UNROLL by the axis's divisors up to 8, within
+// kMaxUpcast values an invocation; on a target with a grid, LOCAL by divisors up to 16, powers of
+// two and multiples of the subgroup, up to four subgroups along one axis and within the
+// workgroup's invocations and the dimension's size; STAGE (2, 4, 8) beside a workgroup where
+// there is shared memory; from the empty list only, GROUP (powers of two from the subgroup, up to
+// 32 subgroups, within the workgroup and shared memory) and the GEMM's variants (how A is read;
+// rows from half the register tile's most). Only actions apply_opts takes after `opts`.
 std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
 
 // A list a search timed, with its compiled kernel.

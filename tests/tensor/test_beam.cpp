@@ -195,12 +195,12 @@ TEST(BeamActions, ComeFromTheTargetAndWhatTheListLeaves) {
                        .ast;
   const Target nvidia = gpu_target(32, 1024, 49152);
   const std::vector<Opt> gpu = engine::beam_actions(conv, {}, nvidia);
-  // Lanes: the divisors of 56 up to 16 (7 and 14 among them) and the multiples of the subgroup
-  // (56 for a subgroup of 8, not of 32); 64 channels up to a whole workgroup of them. No GEMM on
-  // a target that renders none.
+  // Lanes along one axis: the divisors of 56 up to 16 (7 and 14 among them), powers of two and
+  // multiples of the subgroup, up to four subgroups (64 channels; 56 is no multiple of 32).
+  // Registers: divisors up to 8. No GEMM on a target that renders none.
   EXPECT_EQ(amounts(gpu, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14}));
   EXPECT_EQ(amounts(gpu, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16, 32, 64}));
-  EXPECT_EQ(amounts(gpu, OptOp::UPCAST, 2), (std::vector<int64_t>{2, 4, 7, 8, 14}));
+  EXPECT_EQ(amounts(gpu, OptOp::UPCAST, 2), (std::vector<int64_t>{2, 4, 7, 8}));
   EXPECT_EQ(amounts(gpu, OptOp::UNROLL, 1), (std::vector<int64_t>{3}));
   EXPECT_EQ(amounts(gpu, OptOp::GROUP, 0), (std::vector<int64_t>{32, 64, 128, 256, 512, 1024}));
   EXPECT_FALSE(has_op(gpu, OptOp::GEMM));
@@ -211,13 +211,16 @@ TEST(BeamActions, ComeFromTheTargetAndWhatTheListLeaves) {
   const std::vector<Opt> after = engine::beam_actions(conv, lanes, nvidia);
   EXPECT_EQ(amounts(after, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14}));
   EXPECT_TRUE(amounts(after, OptOp::LOCAL, 0).empty());
-  EXPECT_EQ(amounts(after, OptOp::STAGE, 0), (std::vector<int64_t>{2, 4, 8, 16}));
+  EXPECT_EQ(amounts(after, OptOp::STAGE, 0), (std::vector<int64_t>{2, 4, 8}));
   EXPECT_FALSE(has_op(after, OptOp::GROUP));
-  // A target of 256 invocations and 1 KiB of shared memory: fewer lanes and grouped lanes.
+  // Subgroups of 8 and 256 invocations: at most 32 lanes along an axis, 256 grouped.
   const std::vector<Opt> small = engine::beam_actions(conv, {}, gpu_target(8, 256, 1024));
-  EXPECT_EQ(amounts(small, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14, 56}));
-  EXPECT_EQ(amounts(small, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(amounts(small, OptOp::LOCAL, 1), (std::vector<int64_t>{2, 4, 7, 8, 14}));
+  EXPECT_EQ(amounts(small, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16, 32}));
   EXPECT_EQ(amounts(small, OptOp::GROUP, 0), (std::vector<int64_t>{8, 16, 32, 64, 128, 256}));
+  // 512 bytes of shared memory: a float32 sum's 128 lanes at most.
+  EXPECT_EQ(amounts(engine::beam_actions(conv, {}, gpu_target(8, 256, 512)), OptOp::GROUP, 0),
+            (std::vector<int64_t>{8, 16, 32, 64, 128}));
   const std::vector<Opt> tiny = engine::beam_actions(conv, {}, gpu_target(8, 16, 1024));
   EXPECT_EQ(amounts(tiny, OptOp::LOCAL, 0), (std::vector<int64_t>{2, 4, 8, 16}));
   // The third LOCAL axis, outermost, is the workgroup's z: at most 4 of them on this target.
