@@ -4,16 +4,16 @@
 // The search starts from the heuristics' list, the empty list and the heuristics' list's prefixes
 // (the lists on the way from one to the other). Each round extends every kept candidate by one
 // action (beam_actions: the amounts the target's registers, workgroups and shared memory allow
-// on what the list leaves of each axis) and keeps the `width` fastest of the extensions that are faster than the list they extend; it
-// stops when no extension is. A candidate's time (the minimum of a run alone and a few runs back
-// to back) is kept relative to the heuristics' kernel timed just before and after it, so that a
-// machine slowed by other work for seconds at a time does not rank lists by when they ran; the
-// lists a round keeps are timed twice more and keep the median of the three. One that fails to
-// render or compile, runs past a multiple of the list it extends or of the best time so far, or
-// whose output differs from the heuristics' kernel on the same random inputs (exact for
-// integers, a tolerance for floats) is dropped. The winner is the fastest list kept, when it
-// stays faster than the heuristics' in a last few paired timings. Kernels with variables keep
-// the heuristics.
+// on what the list leaves of each axis) and keeps the `width` fastest of the extensions that are
+// faster than the list they extend; it stops when no extension is. A candidate's time (the minimum
+// of a run alone and a few runs back to back) is kept relative to the heuristics' kernel timed just
+// before and after it, so that a machine slowed by other work for seconds at a time does not rank
+// lists by when they ran; the lists a round keeps are timed twice more and keep the median of the
+// three. One that fails to render or compile, runs past a multiple of the list it extends or of the
+// best time so far, or whose output differs from the heuristics' kernel on the same random inputs
+// (exact for integers, a tolerance for floats) is dropped. The winner is the fastest list kept,
+// when it stays faster than the heuristics' in a last few paired timings. Kernels with variables
+// keep the heuristics.
 //
 // A kernel timed alone, its operands in cache from the run before, ranks lists otherwise than
 // the model's forward does, where its operands come from other kernels or from memory (a
