@@ -209,19 +209,24 @@ KernelAxes kernel_axes(const UOp& ast) {
   return {std::move(info.globals), std::move(info.reduces)};
 }
 
-UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
-  if (opts.empty()) return ast;
-  const RangeInfo info = collect_ranges(ast);
+namespace {
+
+// One walk of a list over the kernel's axes, each action checked against the kernel and the
+// target: what the list leaves (OptState) and the splits it makes of each range, by range id.
+struct Walk {
+  RangeInfo info;
+  OptState state;
+  std::map<int64_t, std::pair<UOp, Inner>> splits;
+};
+
+Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
+  Walk w{collect_ranges(ast), {}, {}};
+  const RangeInfo& info = w.info;
+  OptState& st = w.state;
   const int G = static_cast<int>(info.globals.size()), R = static_cast<int>(info.reduces.size());
-  std::vector<int64_t> left;  // what is left of each axis: globals, then reduces
-  for (const UOp& r : info.globals) left.push_back(range_size(r));
-  for (const UOp& r : info.reduces) left.push_back(range_size(r));
-  std::map<int64_t, std::pair<UOp, Inner>> splits;  // by range id
-  int64_t upcast = 1, lanes = 1;
-  std::vector<int> local_axes;
-  bool group = false;
-  int64_t group_lanes = 0;
-  int staged = -1;  // STAGE's reduce axis
+  st.globals = G;
+  for (const UOp& r : info.globals) st.left.push_back(range_size(r));
+  for (const UOp& r : info.reduces) st.left.push_back(range_size(r));
   for (const Opt& o : opts) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
@@ -236,49 +241,49 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
       if (size < 0) fail("the axis's size is symbolic");
       if (o.amount < 2 || size % o.amount != 0)
         fail(fmt::format("the amount must be at least 2 and divide the axis's size, {}", size));
-      if (group) fail("a grouped reduction takes no other action");
+      if (st.group_lanes) fail("a grouped reduction takes no other action");
       if (type == AxisType::local) {
-        lanes *= o.amount;
+        st.lanes *= o.amount;
       } else if (type != AxisType::reduce) {  // STAGE's inner steps are a loop
-        if (upcast * o.amount > kMaxUpcast)
+        if (st.upcast * o.amount > kMaxUpcast)
           fail(fmt::format("more than {} values per invocation", kMaxUpcast));
-        upcast *= o.amount;
+        st.upcast *= o.amount;
       }
       size /= o.amount;
-      auto& [r, inner] = splits[range.arg_as<AxisArg>().id];
+      auto& [r, inner] = w.splits[range.arg_as<AxisArg>().id];
       r = range;
       inner.insert(inner.begin(), {o.amount, type});  // outside earlier splits of the axis
     };
     switch (o.op) {
       case OptOp::UPCAST: {
         const int g = axis_of(G, "global");
-        split(info.globals[g], left[g], AxisType::upcast);
+        split(info.globals[g], st.left[g], AxisType::upcast);
         break;
       }
       case OptOp::UNROLL: {
         const int r = axis_of(R, "reduce");
-        split(info.reduces[r], left[G + r], AxisType::unroll);
+        split(info.reduces[r], st.left[G + r], AxisType::unroll);
         break;
       }
       case OptOp::LOCAL: {
         if (!target.threads) fail("the target launches no workgroups");
         if (!target.grid) fail("the target launches no grid of workgroups");
         const int g = axis_of(G, "global");
-        if (std::find(local_axes.begin(), local_axes.end(), g) != local_axes.end())
+        if (std::find(st.local_axes.begin(), st.local_axes.end(), g) != st.local_axes.end())
           fail("the axis is already split by LOCAL");
-        if (local_axes.size() == 3) fail("a workgroup has at most three dimensions");
-        if (lanes * o.amount > target.max_workgroup_invocations)
+        if (st.local_axes.size() == 3) fail("a workgroup has at most three dimensions");
+        if (st.lanes * o.amount > target.max_workgroup_invocations)
           fail(fmt::format("more than {} invocations per workgroup",
                            target.max_workgroup_invocations));
-        local_axes.push_back(g);
-        split(info.globals[g], left[g], AxisType::local);
+        st.local_axes.push_back(g);
+        split(info.globals[g], st.left[g], AxisType::local);
         break;
       }
       case OptOp::GROUP:
         if (!target.local_memory) fail("the target has no shared memory");
         if (R == 0) fail("the kernel has no reduction");
         axis_of(1, "first reduce");
-        if (group || !splits.empty()) fail("GROUP takes no other action besides it");
+        if (st.group_lanes || !w.splits.empty()) fail("GROUP takes no other action besides it");
         if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
           fail(fmt::format("the amount must be a power of two from 2 to {}",
                            target.max_workgroup_invocations));
@@ -287,16 +292,15 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
           fail(fmt::format("{} bytes of shared memory, over the target's {}",
                            group_shared_bytes(ast, o.amount), target.max_shared_bytes));
-        group = true;
-        group_lanes = o.amount;
+        st.group_lanes = o.amount;
         break;
       case OptOp::STAGE: {
         if (!target.threads || !target.grid || !target.local_memory)
           fail("the target launches no workgroups with shared memory");
-        if (staged >= 0) fail("a list stages one reduce axis");
+        if (st.staged >= 0) fail("a list stages one reduce axis");
         const int r = axis_of(R, "reduce");
-        split(info.reduces[r], left[G + r], AxisType::reduce);
-        staged = r;
+        split(info.reduces[r], st.left[G + r], AxisType::reduce);
+        st.staged = r;
         break;
       }
       case OptOp::GEMM:
@@ -315,23 +319,38 @@ UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
             fail("the kernel is no stride-1 3 x 3 convolution over even output sizes (Winograd)");
           fail("A is not read along k where it lies");
         }
-        return ast;
+        st.gemm = true;
+        break;
     }
   }
-  if (group) return apply_group(ast, info, group_lanes);
-  if (staged >= 0) {
+  if (st.staged >= 0) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: STAGE in {}: {}", kernel_name(ast),
                               to_string(opts), why));
     };
-    if (local_axes.empty()) fail("staging needs a workgroup (LOCAL)");
-    if (left[static_cast<size_t>(G + staged)] < 2)
+    if (st.local_axes.empty()) fail("staging needs a workgroup (LOCAL)");
+    if (st.left[static_cast<size_t>(G + st.staged)] < 2)
       fail("the staged axis must keep an outer loop of 2 or more steps");
   }
-  if (splits.empty()) return ast;
+  return w;
+}
+
+}  // namespace
+
+OptState opt_state(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
+  return walk_opts(ast, opts, target).state;
+}
+
+UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
+  if (opts.empty()) return ast;
+  const Walk w = walk_opts(ast, opts, target);
+  if (w.state.gemm) return ast;  // the renderer plans the GEMM itself
+  if (w.state.group_lanes) return apply_group(ast, w.info, w.state.group_lanes);
+  if (w.splits.empty()) return ast;
+  const int staged = w.state.staged;
   return apply_splits(
-      ast, info.next_id, splits,
-      staged >= 0 ? info.reduces[static_cast<size_t>(staged)].arg_as<AxisArg>().id : -1);
+      ast, w.info.next_id, w.splits,
+      staged >= 0 ? w.info.reduces[static_cast<size_t>(staged)].arg_as<AxisArg>().id : -1);
 }
 
 }  // namespace vkgrad

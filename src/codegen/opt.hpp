@@ -70,6 +70,21 @@ std::string target_key(const Target& t);
 // exceeded) throws Error naming the kernel, the action and why.
 UOp apply_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
 
+// What a list leaves of a kernel, after the checks apply_opts makes (it throws the same Error
+// where the list does not apply), without rewriting the kernel: what a search's next actions
+// are chosen from.
+struct OptState {
+  int globals = 0;              // how many of `left` are global axes (the rest are reduce axes)
+  std::vector<int64_t> left;    // what is left of each axis, globals then reduces; -1 symbolic
+  int64_t upcast = 1;           // values an invocation holds (UPCAST, UNROLL)
+  int64_t lanes = 1;            // invocations a workgroup has (LOCAL)
+  std::vector<int> local_axes;  // the LOCAL axes, in list order
+  int staged = -1;              // STAGE's reduce axis
+  int64_t group_lanes = 0;      // GROUP's lanes; 0 without GROUP
+  bool gemm = false;            // the list is a GEMM
+};
+OptState opt_state(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
+
 // Shared memory GROUP with `lanes` lanes needs: one 4- or 8-byte slot per lane per REDUCE.
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes);
 // Whether every reduction of the kernel runs over all its reduce axes (GROUP needs it).

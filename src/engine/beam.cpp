@@ -371,26 +371,17 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
   });
   if (alone) return {};
   // What the list leaves of each axis, the values each invocation holds, its lanes.
-  const KernelAxes axes = kernel_axes(ast);
-  const int G = static_cast<int>(axes.globals.size()), R = static_cast<int>(axes.reduces.size());
-  std::vector<int64_t> left;
-  for (const UOp& r : axes.globals) left.push_back(range_size(r));
-  for (const UOp& r : axes.reduces) left.push_back(range_size(r));
-  int64_t values = 1, lanes = 1;
-  std::vector<int> local_axes;
-  bool staged = false;
-  for (const Opt& o : opts) {
-    const bool global = o.op == OptOp::UPCAST || o.op == OptOp::LOCAL;
-    const int at = global ? o.axis : G + o.axis;
-    if (o.axis < 0 || at >= G + R || (global && o.axis >= G) || o.amount < 2) return {};
-    if (left[at] > 0) left[at] /= o.amount;
-    if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL) values *= o.amount;
-    if (o.op == OptOp::LOCAL) {
-      lanes *= o.amount;
-      local_axes.push_back(o.axis);
-    }
-    staged = staged || o.op == OptOp::STAGE;
+  OptState st;
+  try {
+    st = opt_state(ast, opts, target);
+  } catch (const Error&) {
+    return {};
   }
+  const int G = st.globals, R = static_cast<int>(st.left.size()) - st.globals;
+  const std::vector<int64_t>& left = st.left;
+  const std::vector<int>& local_axes = st.local_axes;
+  const int64_t values = st.upcast, lanes = st.lanes;
+  const bool staged = st.staged >= 0;
   std::vector<Opt> out;
   // Registers: up to 8 values a step (a larger tile is two steps, each of which must pay), within
   // kMaxUpcast values an invocation.
@@ -443,13 +434,13 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
       }
     }
   }
-  // Only those the kernel takes: apply_opts checks what the amounts cannot (a GEMM's or
-  // Winograd's shape, shared memory, STAGE's shared operands).
+  // Only those the kernel takes: apply_opts's checks (opt_state, without the rewrite) see what
+  // the amounts cannot (a GEMM's or Winograd's shape, shared memory, STAGE's outer loop).
   std::erase_if(out, [&](const Opt& a) {
     std::vector<Opt> extended = opts;
     extended.push_back(a);
     try {
-      apply_opts(ast, extended, target);
+      opt_state(ast, extended, target);
       return false;
     } catch (const Error&) {
       return true;

@@ -405,12 +405,50 @@ TEST(Opt, InvalidActionsAreErrorsNamingTheKernelAndTheAction) {
     EXPECT_TRUE(contains(what, b.why)) << opts << ": " << what;
     EXPECT_TRUE(contains(what, kernel_name(b.kernel))) << what;
     EXPECT_TRUE(contains(what, opts)) << what;
+    // opt_state makes the same checks, without the rewrite.
+    try {
+      opt_state(b.kernel, b.opts, b.target);
+      ADD_FAILURE() << opts << ": opt_state took the list";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), what);
+    }
   }
   // Through codegen too, and a symbolic axis is never split.
   EXPECT_THROW(codegen(mm, {.opts = std::vector<Opt>{{OptOp::UPCAST, 1, 5}}}, cpu), Error);
   const UOp rows = simplify(symbolic_kernels::row_sums().ast);
   const std::string sym = error_of(rows, {{OptOp::UPCAST, 0, 2}}, cpu);
   EXPECT_TRUE(contains(sym, "symbolic")) << sym;
+}
+
+TEST(Opt, StateSaysWhatAListLeavesOfEachAxis) {
+  const UOp mm = scheduled_kernel(input({32, 64}).matmul(input({64, 48})));
+  const Target gpu = full_target();
+  const OptState none = opt_state(mm, {}, gpu);
+  EXPECT_EQ(none.globals, 2);
+  EXPECT_EQ(none.left, (std::vector<int64_t>{32, 48, 64}));
+  EXPECT_EQ(none.upcast, 1);
+  EXPECT_EQ(none.lanes, 1);
+  EXPECT_TRUE(none.local_axes.empty());
+  EXPECT_EQ(none.staged, -1);
+  const OptState st = opt_state(mm,
+                                {{OptOp::UPCAST, 1, 4},
+                                 {OptOp::LOCAL, 1, 4},
+                                 {OptOp::LOCAL, 0, 8},
+                                 {OptOp::UNROLL, 0, 2},
+                                 {OptOp::STAGE, 0, 8}},
+                                gpu);
+  EXPECT_EQ(st.left, (std::vector<int64_t>{4, 3, 4}));
+  EXPECT_EQ(st.upcast, 8);  // UPCAST 4 and UNROLL 2; STAGE's inner steps are a loop
+  EXPECT_EQ(st.lanes, 32);
+  EXPECT_EQ(st.local_axes, (std::vector<int>{1, 0}));
+  EXPECT_EQ(st.staged, 0);
+  EXPECT_EQ(st.group_lanes, 0);
+  EXPECT_FALSE(st.gemm);
+  EXPECT_EQ(opt_state(mm, {{OptOp::GROUP, 0, 64}}, gpu).group_lanes, 64);
+  // The staged axis must keep an outer loop: 64 / 2 / 32 leaves one step.
+  EXPECT_THROW(
+      opt_state(mm, {{OptOp::LOCAL, 1, 4}, {OptOp::UNROLL, 0, 2}, {OptOp::STAGE, 0, 32}}, gpu),
+      Error);
 }
 
 TEST(Opt, ToStringSpellsTheList) {
