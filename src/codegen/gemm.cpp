@@ -51,7 +51,7 @@ void split_threads(GemmPlan& p, GemmSplit split, int64_t M, int64_t N) {
 }
 
 struct Blocking {
-  int64_t vector, mr, nr, mc, kc, panel_floats, max_nc;
+  int64_t vector, mr, nr, kc, panel_floats, max_nc;
 };
 
 Blocking blocking(const Target& t) {
@@ -60,7 +60,6 @@ Blocking blocking(const Target& t) {
   b.nr = 2 * b.vector;
   b.mr = t.gemm_rows > 0 ? t.gemm_rows : std::max<int64_t>(1, (t.vector_registers - 8) / 2);
   b.kc = std::max<int64_t>(b.vector, t.l1_bytes / (b.nr * 4));
-  b.mc = std::max<int64_t>(b.mr, t.l2_bytes / 4 / (b.kc * 4));
   b.panel_floats = t.panel_bytes / 4;
   b.max_nc = 32 * b.nr;
   return b;
@@ -281,11 +280,15 @@ int64_t winograd_tiles(const GemmPlan& p) {
   return H / 2 * (W / 2);
 }
 
-int64_t gemm_max_rows(const Target& target) { return blocking(target).mr; }
+int64_t gemm_max_rows(const Target& target, int64_t vectors) {
+  const int64_t mr = blocking(target).mr;
+  return vectors <= 2 ? mr : std::max<int64_t>(1, 2 * mr / vectors);
+}
 
-std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_read,
-                                  int64_t rows) {
-  if (!target.gemm) return std::nullopt;
+std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const GemmChoice& choice) {
+  const GemmA a_read = choice.a;
+  if (!target.gemm || choice.vectors < 0 || choice.vectors > kMaxTileVectors || choice.kc < 0)
+    return std::nullopt;
   std::vector<UOp> reduces;
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::REDUCE) reduces.push_back(u);
@@ -380,13 +383,19 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
       (!p.window || p.batch.empty() || ((p.window->sy > 1 || p.window->sx > 1) && N < 256)))
     return std::nullopt;
   p.vector = b.vector;
+  // The register tile's columns: two vectors, one for a narrow output (a classifier's 10
+  // columns), or the choice's (within the columns, rounded up to a vector); its most rows keep
+  // as many accumulators as the default tile's.
+  p.nr = choice.vectors > 0 ? choice.vectors * b.vector : N < b.nr ? b.vector : b.nr;
+  if (p.nr > (N + b.vector - 1) / b.vector * b.vector) return std::nullopt;
+  const int64_t most_rows = gemm_max_rows(target, p.nr / b.vector);
   // The panels' rows: the most, down to two thirds of the register tile's, that computes at most
   // 1% of rows past M, else the fewest past M (64 rows as 8 panels of 8, not 6 of 11 with 2 rows
   // wasted, 1024 as 86 of 12: 7 x 32 conv b32 took 26.0 ms with 11, 24.2 with 8 rows; a 512
   // matmul ran 5% slower with 8 rows than with 12).
   auto padded = [&](int64_t mr) { return (M + mr - 1) / mr * mr; };
-  p.mr = b.mr;
-  for (int64_t mr = b.mr; mr >= std::max<int64_t>(1, b.mr * 2 / 3); --mr) {
+  p.mr = most_rows;
+  for (int64_t mr = most_rows; mr >= std::max<int64_t>(1, most_rows * 2 / 3); --mr) {
     if (padded(mr) * 100 <= M * 101) {
       p.mr = mr;
       break;
@@ -394,14 +403,19 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
     if (padded(mr) < padded(p.mr)) p.mr = mr;
   }
   if (M < p.mr) p.mr = M;  // one row (the depthwise stencil)
-  if (rows < 0 || rows > b.mr) return std::nullopt;
-  if (rows > 0) p.mr = rows;
-  p.nr = N < b.nr ? b.vector : b.nr;  // a narrow output (a classifier's 10 columns): one vector
-  p.mc = b.mc / p.mr * p.mr;
-  const int64_t k_blocks = (K + b.kc - 1) / b.kc;
-  p.kc = (K + k_blocks - 1) / k_blocks;  // k in even blocks of at most b.kc
+  if (choice.rows < 0 || choice.rows > most_rows) return std::nullopt;
+  if (choice.rows > 0) p.mr = choice.rows;
+  // k in even blocks of at most the choice's, else of as many steps as keep a micro panel of B
+  // two vectors wide (kc x 2 V) in L1; A's block of mc x kc in a quarter of L2.
+  if (choice.kc > 0 && choice.kc >= K) return std::nullopt;
+  const int64_t kc_most = choice.kc > 0 ? choice.kc : b.kc;
+  const int64_t k_blocks = (K + kc_most - 1) / kc_most;
+  p.kc = (K + k_blocks - 1) / k_blocks;
+  p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
+  // B's blocks of columns: whole strips (the C tile's rows are nc wide).
   const int64_t n_pad = (N + p.nr - 1) / p.nr * p.nr;
-  p.nc = std::min({n_pad, b.max_nc, std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
+  p.nc = std::min({n_pad, std::max(p.nr, b.max_nc / p.nr * p.nr),
+                   std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
   // A long batch is split: nothing is packed twice. Otherwise each thread packs all of the
   // operand along the axis it does not split: the smaller one.
   split_threads(p,
@@ -409,11 +423,12 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a_
                 : M <= N ? GemmSplit::columns
                          : GemmSplit::rows,
                 M, N);
-  if (a_read == GemmA::winograd) return winograd(std::move(p), M);
+  if (a_read == GemmA::winograd) return choice.kc > 0 ? std::nullopt : winograd(std::move(p), M);
   if (a_read == GemmA::in_place ||
       (a_read == GemmA::planned && (std::min(N, p.nc) + p.nr - 1) / p.nr <= kMaxStripsInPlace))
     p.a_rows = rows_in_place(p.a, p.k);
   if (a_read == GemmA::in_place && !p.a_rows) return std::nullopt;
+  if (choice.kc > 0 && p.a_rows) return std::nullopt;  // A in place reads all of k at once
   // A read in place streams each row of a panel over all of k (the hardware prefetcher follows a
   // long run along each row; a k block's 1 KiB of a row it does not, and a 7 x 7 convolution's
   // weights, read once, then ran at two thirds of the multiply-adds' speed), through each strip

@@ -100,16 +100,26 @@ struct GemmPlan {
 // it lies (GemmPlan::a_rows).
 // GemmA::winograd: the window's convolution as Winograd F(2 x 2, 3 x 3) (GemmWinograd).
 enum class GemmA : int { planned = 0, packed = 1, in_place = 2, winograd = 3 };
-// The plan of a kernel, or nullopt where it is no GEMM or the choices cannot apply: `rows` is
-// the register tile's rows (1 to the target's; 0: the plan's choice), `a` A's reading (in place
-// needs A contiguous along k).
-std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, GemmA a = GemmA::planned,
-                                  int64_t rows = 0);
+// What an Opt list chooses of a plan (GEMM(a, rows), BLOCK(0, vectors), BLOCK(1, kc)); 0: the
+// plan's choice.
+struct GemmChoice {
+  GemmA a = GemmA::planned;  // A's reading (in place needs A contiguous along k)
+  int64_t rows = 0;          // the register tile's rows, 1 to the target's most for its columns
+  int64_t vectors = 0;       // the register tile's columns in vectors, 1 to kMaxTileVectors
+  int64_t kc = 0;            // k in blocks of at most kc steps (A packed; less than all of k)
+};
+// The register tile's columns take at most this many vectors; a chosen k block at least this
+// many steps.
+constexpr int64_t kMaxTileVectors = 4, kMinKBlock = 16;
+// The plan of a kernel, or nullopt where it is no GEMM or the choices cannot apply.
+std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target,
+                                  const GemmChoice& choice = {});
 // The 2 x 2 output tiles per image of a plan's convolution as Winograd F(2 x 2, 3 x 3), or 0
 // where GEMM(3, rows) does not apply: no stride-1 3 x 3 window over even output sizes, or one row
 // (a depthwise convolution's single channel per GEMM gives its 16 products nothing to share).
 int64_t winograd_tiles(const GemmPlan& p);
-// The most rows a register tile of the target takes.
-int64_t gemm_max_rows(const Target& target);
+// The most rows a register tile of the target takes: its default tile of two vectors' columns,
+// else (`vectors`) as many rows as keep the same number of accumulators.
+int64_t gemm_max_rows(const Target& target, int64_t vectors = 2);
 
 }  // namespace vkgrad

@@ -36,6 +36,8 @@ const char* op_name(OptOp op) {
       return "GEMM";
     case OptOp::STAGE:
       return "STAGE";
+    case OptOp::BLOCK:
+      return "BLOCK";
   }
   return "?";
 }
@@ -152,8 +154,8 @@ std::string to_string(const std::vector<Opt>& opts) {
 }
 
 std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
-  constexpr OptOp kOps[] = {OptOp::UPCAST, OptOp::UNROLL, OptOp::LOCAL,
-                            OptOp::GROUP,  OptOp::GEMM,   OptOp::STAGE};
+  constexpr OptOp kOps[] = {OptOp::UPCAST, OptOp::UNROLL, OptOp::LOCAL, OptOp::GROUP,
+                            OptOp::GEMM,   OptOp::STAGE,  OptOp::BLOCK};
   if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;
   s = s.substr(1, s.size() - 2);
   std::vector<Opt> out;
@@ -227,6 +229,7 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   st.globals = G;
   for (const UOp& r : info.globals) st.left.push_back(range_size(r));
   for (const UOp& r : info.reduces) st.left.push_back(range_size(r));
+  GemmChoice choice;  // what GEMM and the BLOCKs so far choose
   for (const Opt& o : opts) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
@@ -303,16 +306,20 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         st.staged = r;
         break;
       }
-      case OptOp::GEMM:
+      case OptOp::GEMM: {
         if (!target.gemm) fail("the target renders no packed GEMM");
-        if (opts.size() != 1) fail("GEMM takes no other action besides it");
+        if (&o != &opts.front() || std::any_of(opts.begin(), opts.end(), [](const Opt& x) {
+              return x.op != OptOp::GEMM && x.op != OptOp::BLOCK;
+            }))
+          fail("GEMM takes no other action besides it but BLOCK");
         if (o.axis < 0 || o.axis > 3)
           fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place, 3 Winograd");
         if (o.amount < 0 || o.amount > gemm_max_rows(target))
           fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
                            gemm_max_rows(target)));
-        // One plan for the list as given; where it fails, the plain plan says why.
-        if (!plan_gemm(ast, target, static_cast<GemmA>(o.axis), o.amount)) {
+        // One plan for GEMM as given; where it fails, the plain plan says why.
+        const GemmChoice gemm{static_cast<GemmA>(o.axis), o.amount};
+        if (!plan_gemm(ast, target, gemm)) {
           if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
             fail("the kernel is not a large float32 matmul-like kernel");
           if (o.axis == 3)
@@ -320,7 +327,34 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
           fail("A is not read along k where it lies");
         }
         st.gemm = true;
+        choice = gemm;
         break;
+      }
+      case OptOp::BLOCK: {
+        if (!st.gemm) fail("BLOCK follows GEMM");
+        GemmChoice& c = choice;
+        if (o.axis == 0) {
+          if (c.vectors) fail("the register tile's columns are chosen once");
+          if (o.amount < 1 || o.amount > kMaxTileVectors)
+            fail(fmt::format("the register tile's columns are 1 to {} vectors", kMaxTileVectors));
+          if (c.rows > gemm_max_rows(target, o.amount))
+            fail(fmt::format("a register tile {} vectors wide has at most {} rows", o.amount,
+                             gemm_max_rows(target, o.amount)));
+          c.vectors = o.amount;
+          if (!plan_gemm(ast, target, c)) fail("the output has fewer columns than the tile");
+        } else if (o.axis == 1) {
+          if (c.kc) fail("the k block is chosen once");
+          if (o.amount < kMinKBlock) fail(fmt::format("a k block is {} steps or more", kMinKBlock));
+          c.kc = o.amount;
+          if (!plan_gemm(ast, target, c))
+            fail(
+                "k is read in one block: by Winograd, where A is read in place, or where k has "
+                "no more steps than the block");
+        } else {
+          fail("BLOCK's axis says which size: 0 the register tile's columns, 1 the k block");
+        }
+        break;
+      }
     }
   }
   if (st.staged >= 0) {
@@ -336,6 +370,15 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
 }
 
 }  // namespace
+
+GemmChoice gemm_choice(const std::vector<Opt>& opts) {
+  GemmChoice c;
+  for (const Opt& o : opts) {
+    if (o.op == OptOp::GEMM) c.a = static_cast<GemmA>(o.axis), c.rows = o.amount;
+    if (o.op == OptOp::BLOCK) (o.axis == 0 ? c.vectors : c.kc) = o.amount;
+  }
+  return c;
+}
 
 OptState opt_state(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
   return walk_opts(ast, opts, target).state;

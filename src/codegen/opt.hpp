@@ -34,6 +34,10 @@
 //                  output sizes, GemmWinograd), r rows in the register tile (0: the plan's
 //                  choice; up to gemm_max_rows). The heuristics say GEMM(0, 0) or GEMM(3, 0); a
 //                  search tries the others.
+//   BLOCK(b, n):   after GEMM, one of its blocking's sizes instead of the plan's (each at most
+//                  once): b = 0 the register tile's columns as n vectors (1 to kMaxTileVectors;
+//                  its rows then at most gemm_max_rows(target, n)), b = 1 k in blocks of at most
+//                  n steps (16 or more and less than all of k; A packed, not Winograd).
 #pragma once
 
 #include <optional>
@@ -42,12 +46,13 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/gemm.hpp"
 #include "codegen/target.hpp"
 #include "ir/uop.hpp"
 
 namespace vkgrad {
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM, STAGE };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, GROUP, GEMM, STAGE, BLOCK };
 
 // At most this many values per invocation from upcasts and unrolls together (registers).
 constexpr int64_t kMaxUpcast = 256;
@@ -81,9 +86,12 @@ struct OptState {
   std::vector<int> local_axes;  // the LOCAL axes, in list order
   int staged = -1;              // STAGE's reduce axis
   int64_t group_lanes = 0;      // GROUP's lanes; 0 without GROUP
-  bool gemm = false;            // the list is a GEMM
+  bool gemm = false;            // the list is a GEMM (BLOCKs may follow it)
 };
 OptState opt_state(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
+
+// What a GEMM list (GEMM, then BLOCKs) chooses of the plan, as apply_opts has checked it.
+GemmChoice gemm_choice(const std::vector<Opt>& opts);
 
 // Shared memory GROUP with `lanes` lanes needs: one 4- or 8-byte slot per lane per REDUCE.
 int64_t group_shared_bytes(const UOp& ast, int64_t lanes);

@@ -63,7 +63,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
                [&](const UOp& u) { return decompose_transcendentals(u, target); });
   k = run_pass("halves", k, [](const UOp& u) { return lower_halves(u); });
   k = run_pass("decompose", k, [&](const UOp& u) { return decompose(u, target); });
-  const bool gemm = p.opts.size() == 1 && p.opts[0].op == OptOp::GEMM;
+  const bool gemm = !p.opts.empty() && p.opts[0].op == OptOp::GEMM;
   if (target.threads) plan_launch(k, target, p);
   k = run_pass("gpu_dims", k, [&](const UOp& u) { return gpu_dims(u, target); });
   k = run_pass("group_reductions", k, [&](const UOp& u) { return group_reductions(u, target); });
@@ -79,10 +79,9 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   if (p.num_buffers > 0) p.writes[0] = true;
   if (target.threads) p.push_bytes = static_cast<uint32_t>(4 * p.vars.size());
   // A CPU GEMM is printed from its plan; every other kernel from its flat list of statements.
-  const std::optional<GemmPlan> plan =
-      gemm && target.language == Target::Language::c
-          ? plan_gemm(k, target, static_cast<GemmA>(p.opts[0].axis), p.opts[0].amount)
-          : std::nullopt;
+  const std::optional<GemmPlan> plan = gemm && target.language == Target::Language::c
+                                           ? plan_gemm(k, target, gemm_choice(p.opts))
+                                           : std::nullopt;
   if (plan) {
     p.uops = nodes;
   } else {

@@ -362,14 +362,33 @@ std::vector<int64_t> split_amounts(int64_t size, int64_t most, int64_t small,
   return out;
 }
 
+// Whether `a` applies after `opts`: apply_opts's checks (opt_state, without the rewrite).
+bool applies(const UOp& ast, const std::vector<Opt>& opts, const Opt& a, const Target& target) {
+  std::vector<Opt> extended = opts;
+  extended.push_back(a);
+  try {
+    opt_state(ast, extended, target);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
-  // The actions that stand alone (GEMM, GROUP) take the empty list only, and nothing follows them.
-  const bool alone = std::any_of(opts.begin(), opts.end(), [](const Opt& o) {
-    return o.op == OptOp::GEMM || o.op == OptOp::GROUP;
-  });
-  if (alone) return {};
+  // The actions that stand alone (GEMM, GROUP) take the empty list only; only a GEMM's blocking
+  // follows one: its register tile's columns (1 to kMaxTileVectors vectors) and its k block
+  // (powers of two from 64 to 1024 steps).
+  if (!opts.empty() && opts[0].op == OptOp::GEMM) {
+    std::vector<Opt> out;
+    for (int64_t v = 1; v <= kMaxTileVectors; ++v) out.push_back({OptOp::BLOCK, 0, v});
+    for (int64_t kc = 64; kc <= 1024; kc *= 2) out.push_back({OptOp::BLOCK, 1, kc});
+    std::erase_if(out, [&](const Opt& a) { return !applies(ast, opts, a, target); });
+    return out;
+  }
+  if (std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::GROUP; }))
+    return {};
   // What the list leaves of each axis, the values each invocation holds, its lanes.
   OptState st;
   try {
@@ -436,16 +455,7 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
   }
   // Only those the kernel takes: apply_opts's checks (opt_state, without the rewrite) see what
   // the amounts cannot (a GEMM's or Winograd's shape, shared memory, STAGE's outer loop).
-  std::erase_if(out, [&](const Opt& a) {
-    std::vector<Opt> extended = opts;
-    extended.push_back(a);
-    try {
-      opt_state(ast, extended, target);
-      return false;
-    } catch (const Error&) {
-      return true;
-    }
-  });
+  std::erase_if(out, [&](const Opt& a) { return !applies(ast, opts, a, target); });
   return out;
 }
 

@@ -51,7 +51,9 @@ void record_tuned(TunedKernel k);
 // workgroup's invocations and the dimension's size; STAGE (2, 4, 8) beside a workgroup where
 // there is shared memory; from the empty list only, GROUP (powers of two from the subgroup, up to
 // 32 subgroups, within the workgroup and shared memory) and the GEMM's variants (how A is read;
-// rows from half the register tile's most). Only actions apply_opts takes after `opts`.
+// rows from half the register tile's most); after a GEMM, only its blocking (BLOCK: the register
+// tile's columns, 1 to kMaxTileVectors vectors, and k blocks of 64 to 1024 steps). Only actions
+// apply_opts takes after `opts`.
 std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
 
 // A list a search timed, with its compiled kernel.

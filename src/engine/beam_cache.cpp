@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 // Rows written by another library version are not read (their kernels may lower differently),
 // nor those of an earlier search space: the suffix counts its changes (beam2: Winograd's
 // GEMM(3, rows) joined the CPU's candidates; beam3: paths from the empty list are followed
-// while each step pays, so winners lie beyond the neighbourhood of the heuristics' list).
-constexpr const char* kVersion = VKGRAD_VERSION "/beam3";
+// while each step pays, so winners lie beyond the neighbourhood of the heuristics' list; beam4:
+// a GEMM's blocking, BLOCK, follows its variants).
+constexpr const char* kVersion = VKGRAD_VERSION "/beam4";
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS tuned ("

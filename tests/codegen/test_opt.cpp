@@ -464,12 +464,11 @@ namespace vkgrad {
 namespace {
 
 TEST(Opt, ListsReadBackAsTheyPrint) {
-  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 4},
-                              {OptOp::UNROLL, 0, 8},
-                              {OptOp::LOCAL, 2, 16},
-                              {OptOp::GROUP, 0, 256},
-                              {OptOp::GEMM, 0, 0}};
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 4},  {OptOp::UNROLL, 0, 8}, {OptOp::LOCAL, 2, 16},
+                              {OptOp::GROUP, 0, 256}, {OptOp::GEMM, 0, 0},   {OptOp::STAGE, 1, 4},
+                              {OptOp::BLOCK, 1, 128}};
   EXPECT_EQ(parse_opts(to_string(opts)), opts);
+  EXPECT_EQ(to_string(opts[6]), "BLOCK(1, 128)");
   EXPECT_EQ(parse_opts("[]"), std::vector<Opt>{});
   for (const char* bad : {"", "[", "UPCAST(1, 4)", "[UPCAST(1, 4)", "[UPCAST(1,4)]",
                           "[UPCAST(1, 4) UNROLL(0, 8)]", "[SPLIT(1, 4)]", "[UPCAST(1, 4x)]"})

@@ -175,6 +175,53 @@ TEST(Gemm, EveryVariantOfTheOpt) {
   }
 }
 
+TEST(Gemm, EveryBlockingOfTheOpt) {
+  // BLOCK after GEMM: register tiles 1 to 4 vectors wide (their most rows and the plan's), k in
+  // blocks of 64 steps (five blocks, the last short) or the plan's, A packed or as planned,
+  // against double precision. Its sizes show in the source: the tile's accumulators and the k
+  // loop's block.
+  constexpr int64_t m = 100, k = 300, n = 200;
+  const Target here = cpu::tuned_host_target();
+  for (int64_t v = 1; v <= kMaxTileVectors; ++v)
+    for (const int64_t kc : {int64_t{0}, int64_t{64}})
+      for (const int64_t rows : {int64_t{0}, gemm_max_rows(here, v)}) {
+        std::vector<Opt> opts{{OptOp::GEMM, 1, rows}, {OptOp::BLOCK, 0, v}};
+        if (kc) opts.push_back({OptOp::BLOCK, 1, kc});
+        expect_with_opts(m, k, n, false, opts);
+      }
+  expect_with_opts(m, k, n, true, {{OptOp::GEMM, 0, 0}, {OptOp::BLOCK, 1, 128}});
+  const UOp plain = kernel_of(matrix(m, k, false, 21), matrix(k, n, false, 22));
+  const Target host = cpu::host_target();
+  const std::string wide =
+      codegen(plain, {.opts = std::vector<Opt>{{OptOp::GEMM, 1, 6}, {OptOp::BLOCK, 0, 4}}}, host)
+          .source;
+  EXPECT_NE(wide.find("acc[6][4];"), std::string::npos) << wide;
+  const std::string blocked =
+      codegen(plain, {.opts = std::vector<Opt>{{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 1, 64}}}, host)
+          .source;
+  EXPECT_NE(blocked.find("pc += 60)"), std::string::npos) << blocked;  // 300 in 5 blocks of 60
+  // What does not apply is an Error naming BLOCK: A read in place (all of k at once), a block of
+  // all of k, a tile wider than the output or than the registers for the rows asked, a size
+  // chosen twice, BLOCK without GEMM.
+  const UOp narrow = kernel_of(matrix(m, k, false, 21), matrix(k, 40, false, 22));
+  for (const auto& [ast, opts] : std::vector<std::pair<UOp, std::vector<Opt>>>{
+           {plain, {{OptOp::GEMM, 2, 0}, {OptOp::BLOCK, 1, 64}}},
+           {plain, {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 1, k}}},
+           {plain, {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 1, 8}}},
+           {narrow, {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 0, 4}}},
+           {plain, {{OptOp::GEMM, 1, gemm_max_rows(host)}, {OptOp::BLOCK, 0, 4}}},
+           {plain, {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 0, 1}, {OptOp::BLOCK, 0, 3}}},
+           {plain, {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 2, 1}}},
+           {plain, {{OptOp::BLOCK, 0, 1}}}}) {
+    try {
+      (void)codegen(ast, {.opts = opts}, host);
+      ADD_FAILURE() << to_string(opts) << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("BLOCK"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Gemm, NarrowOutput) {
   // Ten columns (a classifier's): one vector of 16 per row, six of its lanes padding.
   constexpr int64_t m = 300, k = 520, n = 10;
@@ -265,26 +312,35 @@ TEST(Gemm, WinogradConvolutions) {
     const Schedule s = build_schedule(normalize_graph(std::vector<UOp>{tensor::uop(y)}).key);
     ASSERT_EQ(s.kernels.size(), 1u);
     Runtime& rt = engine::runtime_of("CPU");
-    const Program p = rt.render(s.kernels[0].ast, {.opts = std::vector<Opt>{{OptOp::GEMM, 3, 0}}});
-    EXPECT_NE(p.source.find("Winograd"), std::string::npos);
-    const std::shared_ptr<CompiledKernel> kernel = rt.compile(p);
-    std::vector<void*> bufs;
-    for (int index : s.kernels[0].buffers) {
-      const size_t count = static_cast<size_t>(s.buffers.at(static_cast<size_t>(index)).count);
-      bufs.push_back(rt.alloc(count * sizeof(float)));
-      if (bufs.size() == 1) continue;
-      const std::vector<float>& v = count == x.size() ? x : count == w.size() ? w : bias;
-      ASSERT_EQ(v.size(), count);
-      rt.copy_in(bufs.back(), v.data(), count * sizeof(float));
+    // Winograd as planned and with register tiles of one and three vectors; the window's plain
+    // GEMM (A packed) with a tile of three vectors and k blocks of 64.
+    for (const std::vector<Opt>& opts :
+         {std::vector<Opt>{{OptOp::GEMM, 3, 0}},
+          {{OptOp::GEMM, 3, 0}, {OptOp::BLOCK, 0, 1}},
+          {{OptOp::GEMM, 3, 0}, {OptOp::BLOCK, 0, 3}},
+          {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 0, 3}, {OptOp::BLOCK, 1, 64}}}) {
+      SCOPED_TRACE(to_string(opts));
+      const Program p = rt.render(s.kernels[0].ast, {.opts = opts});
+      EXPECT_EQ(p.source.find("Winograd") != std::string::npos, opts[0].axis == 3);
+      const std::shared_ptr<CompiledKernel> kernel = rt.compile(p);
+      std::vector<void*> bufs;
+      for (int index : s.kernels[0].buffers) {
+        const size_t count = static_cast<size_t>(s.buffers.at(static_cast<size_t>(index)).count);
+        bufs.push_back(rt.alloc(count * sizeof(float)));
+        if (bufs.size() == 1) continue;
+        const std::vector<float>& v = count == x.size() ? x : count == w.size() ? w : bias;
+        ASSERT_EQ(v.size(), count);
+        rt.copy_in(bufs.back(), v.data(), count * sizeof(float));
+      }
+      const KernelLaunch launch{kernel.get(), bufs};
+      rt.run({&launch, 1}, nullptr);
+      const std::vector<double> want = conv3x3_relu(x, w, bias, k.B, k.C, k.O, k.H, k.W, k.pad);
+      std::vector<float> got(want.size());
+      rt.copy_out(got.data(), bufs[0], got.size() * sizeof(float));
+      for (void* h : bufs) rt.free(h);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << "element " << i;
     }
-    const KernelLaunch launch{kernel.get(), bufs};
-    rt.run({&launch, 1}, nullptr);
-    const std::vector<double> want = conv3x3_relu(x, w, bias, k.B, k.C, k.O, k.H, k.W, k.pad);
-    std::vector<float> got(want.size());
-    rt.copy_out(got.data(), bufs[0], got.size() * sizeof(float));
-    for (void* h : bufs) rt.free(h);
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << "element " << i;
   }
   // An odd output size, a stride of 2 or a 5 x 5 window is no Winograd kernel: an Error naming it.
   for (const auto& [size, stride, taps] : {std::tuple{9, 1, 3}, {12, 2, 3}, {12, 1, 5}}) {

@@ -246,12 +246,25 @@ TEST(BeamActions, ComeFromTheTargetAndWhatTheListLeaves) {
   EXPECT_FALSE(has_op(cpu, OptOp::LOCAL) || has_op(cpu, OptOp::GROUP) || has_op(cpu, OptOp::STAGE));
   EXPECT_TRUE(has_op(cpu, OptOp::GEMM));
   EXPECT_TRUE(has_op(cpu, OptOp::UPCAST));
-  EXPECT_TRUE(engine::beam_actions(conv, {{OptOp::GEMM, 0, 0}}, host).empty());
+  // After a GEMM only its blocking: the tile's columns in vectors and k blocks below all of k
+  // (32 x 3 x 3 = 288 steps), each once.
+  const std::vector<Opt> after_gemm = engine::beam_actions(conv, {{OptOp::GEMM, 0, 0}}, host);
+  EXPECT_EQ(amounts(after_gemm, OptOp::BLOCK, 0), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(amounts(after_gemm, OptOp::BLOCK, 1), (std::vector<int64_t>{64, 128, 256}));
+  EXPECT_EQ(after_gemm.size(), 7u);
+  const std::vector<Opt> blocked = engine::beam_actions(
+      conv, {{OptOp::GEMM, 0, 0}, {OptOp::BLOCK, 0, 3}, {OptOp::BLOCK, 1, 64}}, host);
+  EXPECT_TRUE(blocked.empty()) << to_string(blocked);
+  // Winograd reads k in one block: its tile's columns only.
+  const std::vector<Opt> after_winograd = engine::beam_actions(conv, {{OptOp::GEMM, 3, 0}}, host);
+  EXPECT_EQ(amounts(after_winograd, OptOp::BLOCK, 0), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(after_winograd.size(), 4u);
   // Every action returned applies after its list.
   for (const auto& [target, list] : {std::pair{nvidia, std::vector<Opt>{}},
                                      {nvidia, lanes},
                                      {nvidia, tile},
-                                     {host, std::vector<Opt>{}}})
+                                     {host, std::vector<Opt>{}},
+                                     {host, std::vector<Opt>{{OptOp::GEMM, 0, 0}}}})
     for (const Opt& a : engine::beam_actions(conv, list, target)) {
       std::vector<Opt> extended = list;
       extended.push_back(a);
