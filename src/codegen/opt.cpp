@@ -221,6 +221,39 @@ struct Walk {
   std::map<int64_t, std::pair<UOp, Inner>> splits;
 };
 
+// An action the kernel or the target does not allow, named with its list.
+Error opt_error(const UOp& ast, const Opt& o, const std::vector<Opt>& opts,
+                const std::string& why) {
+  return Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
+                           to_string(opts), why));
+}
+
+// Why a checked GEMM list has no plan: its actions are planned again one by one, and the first
+// that leaves none is named. Only a failed plan pays for this.
+[[noreturn]] void explain_gemm(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
+  GemmChoice c;
+  for (const Opt& o : opts) {
+    auto fail = [&](const std::string& why) { throw opt_error(ast, o, opts, why); };
+    if (o.op == OptOp::GEMM) {
+      c.a = static_cast<GemmA>(o.axis), c.rows = o.amount;
+      if (plan_gemm(ast, target, c)) continue;
+      if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
+        fail("the kernel is not a large float32 matmul-like kernel");
+      if (o.axis == 3)
+        fail("the kernel is no stride-1 3 x 3 convolution over even output sizes (Winograd)");
+      fail("A is not read along k where it lies");
+    }
+    (o.axis == 0 ? c.vectors : c.kc) = o.amount;
+    if (plan_gemm(ast, target, c)) continue;
+    if (o.axis == 0) fail("the output has fewer columns than the tile");
+    fail(
+        "k is read in one block: by Winograd, where A is read in place, or where k has no more "
+        "steps than the block");
+  }
+  throw Error(
+      fmt::format("apply_opts: kernel {}: {}: no GEMM plan", kernel_name(ast), to_string(opts)));
+}
+
 Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
   Walk w{collect_ranges(ast), {}, {}};
   const RangeInfo& info = w.info;
@@ -229,12 +262,9 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   st.globals = G;
   for (const UOp& r : info.globals) st.left.push_back(range_size(r));
   for (const UOp& r : info.reduces) st.left.push_back(range_size(r));
-  GemmChoice choice;  // what GEMM and the BLOCKs so far choose
+  GemmChoice choice;  // what GEMM and its BLOCKs choose, planned once the list is walked
   for (const Opt& o : opts) {
-    auto fail = [&](const std::string& why) {
-      throw Error(fmt::format("apply_opts: kernel {}: {} in {}: {}", kernel_name(ast), to_string(o),
-                              to_string(opts), why));
-    };
+    auto fail = [&](const std::string& why) { throw opt_error(ast, o, opts, why); };
     auto axis_of = [&](int count, const char* kind) {
       if (o.axis < 0 || o.axis >= count)
         fail(fmt::format("the kernel has no {} axis {} ({} of them)", kind, o.axis, count));
@@ -317,39 +347,25 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
         if (o.amount < 0 || o.amount > gemm_max_rows(target))
           fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
                            gemm_max_rows(target)));
-        // One plan for GEMM as given; where it fails, the plain plan says why.
-        const GemmChoice gemm{static_cast<GemmA>(o.axis), o.amount};
-        if (!plan_gemm(ast, target, gemm)) {
-          if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
-            fail("the kernel is not a large float32 matmul-like kernel");
-          if (o.axis == 3)
-            fail("the kernel is no stride-1 3 x 3 convolution over even output sizes (Winograd)");
-          fail("A is not read along k where it lies");
-        }
         st.gemm = true;
-        choice = gemm;
+        choice.a = static_cast<GemmA>(o.axis);
+        choice.rows = o.amount;
         break;
       }
       case OptOp::BLOCK: {
         if (!st.gemm) fail("BLOCK follows GEMM");
-        GemmChoice& c = choice;
         if (o.axis == 0) {
-          if (c.vectors) fail("the register tile's columns are chosen once");
+          if (choice.vectors) fail("the register tile's columns are chosen once");
           if (o.amount < 1 || o.amount > kMaxTileVectors)
             fail(fmt::format("the register tile's columns are 1 to {} vectors", kMaxTileVectors));
-          if (c.rows > gemm_max_rows(target, o.amount))
+          if (choice.rows > gemm_max_rows(target, o.amount))
             fail(fmt::format("a register tile {} vectors wide has at most {} rows", o.amount,
                              gemm_max_rows(target, o.amount)));
-          c.vectors = o.amount;
-          if (!plan_gemm(ast, target, c)) fail("the output has fewer columns than the tile");
+          choice.vectors = o.amount;
         } else if (o.axis == 1) {
-          if (c.kc) fail("the k block is chosen once");
+          if (choice.kc) fail("the k block is chosen once");
           if (o.amount < kMinKBlock) fail(fmt::format("a k block is {} steps or more", kMinKBlock));
-          c.kc = o.amount;
-          if (!plan_gemm(ast, target, c))
-            fail(
-                "k is read in one block: by Winograd, where A is read in place, or where k has "
-                "no more steps than the block");
+          choice.kc = o.amount;
         } else {
           fail("BLOCK's axis says which size: 0 the register tile's columns, 1 the k block");
         }
@@ -357,6 +373,7 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
       }
     }
   }
+  if (st.gemm && !plan_gemm(ast, target, choice)) explain_gemm(ast, opts, target);
   if (st.staged >= 0) {
     auto fail = [&](const std::string& why) {
       throw Error(fmt::format("apply_opts: kernel {}: STAGE in {}: {}", kernel_name(ast),
