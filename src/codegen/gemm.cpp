@@ -1,11 +1,11 @@
 // codegen: the GEMM plan (see gemm.hpp). The blocking follows BLIS: an mr x nr register tile
-// (nr two vectors wide; mr Target::gemm_rows, or what the rest of the register file holds,
-// keeping a few registers for B's vectors and addresses; the rows are then spread evenly over
-// the panels), k blocks of kc that keep one B micro panel (kc x nr) in L1,
-// A blocks of mc x kc in a quarter of L2, and B packed for all of k in blocks of up to nc
-// columns within the target's panel budget. On AVX-512 (32 registers of 16 floats, 32 KiB L1,
-// 384 KiB of L2 per block) that is a 12 x 32 tile, kc 256 and mc 96; at 2048^3 one thread took
-// 92 ms with 1 MiB B blocks, 80 with 2, 76 with 4, 83 with 8.
+// (nr two vectors wide, or four where that pads no more columns; mr Target::gemm_rows, or what
+// the rest of the register file holds, keeping a few registers for B's vectors and addresses;
+// the rows are then spread evenly over the panels), k blocks of kc that keep one B micro panel
+// (kc x nr) in L1, A blocks of mc x kc in a quarter of L2, and B packed for all of k in blocks
+// of up to nc columns within the target's panel budget. On AVX-512 (32 registers of 16 floats,
+// 32 KiB L1, 384 KiB of L2 per block) that is a 12 x 32 tile, kc 256 and mc 96, or 6 x 64 and
+// kc 128; at 2048^3 one thread took 92 ms with 1 MiB B blocks, 80 with 2, 76 with 4, 83 with 8.
 #include "codegen/gemm.hpp"
 
 #include <algorithm>
@@ -51,7 +51,7 @@ void split_threads(GemmPlan& p, GemmSplit split, int64_t M, int64_t N) {
 }
 
 struct Blocking {
-  int64_t vector, mr, nr, kc, panel_floats, max_nc;
+  int64_t vector, mr, nr, panel_floats, max_nc;
 };
 
 Blocking blocking(const Target& t) {
@@ -59,7 +59,6 @@ Blocking blocking(const Target& t) {
   b.vector = t.vector_floats;
   b.nr = 2 * b.vector;
   b.mr = t.gemm_rows > 0 ? t.gemm_rows : std::max<int64_t>(1, (t.vector_registers - 8) / 2);
-  b.kc = std::max<int64_t>(b.vector, t.l1_bytes / (b.nr * 4));
   b.panel_floats = t.panel_bytes / 4;
   b.max_nc = 32 * b.nr;
   return b;
@@ -384,9 +383,22 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
     return std::nullopt;
   p.vector = b.vector;
   // The register tile's columns: two vectors, one for a narrow output (a classifier's 10
-  // columns), or the choice's (within the columns, rounded up to a vector); its most rows keep
-  // as many accumulators as the default tile's.
-  p.nr = choice.vectors > 0 ? choice.vectors * b.vector : N < b.nr ? b.vector : b.nr;
+  // columns), four where the target keeps 6 rows or more of them (AVX-512's 12 x 2 as 6 x 4) and
+  // they pad no more columns than two vectors would, or the choice's (within the columns,
+  // rounded up to a vector); its most rows keep as many accumulators as the default tile's.
+  // Four vectors load A's rows half as often for each multiply-add: a 512 matmul 271 -> 365
+  // GFLOPS, ResNet-50's 1 x 1s at 56 x 56 and 7 x 7 1.05-1.29x, where its BEAM search found
+  // them first. Not where the window's planes are the batch (a depthwise stencil, one row) nor
+  // for Winograd, whose searches kept two.
+  auto padded_columns = [&](int64_t nr) { return (N + nr - 1) / nr * nr; };
+  const int64_t wide_nr = kMaxTileVectors * b.vector;
+  const bool wide =
+      !p.m.empty() && a_read != GemmA::winograd && gemm_max_rows(target, kMaxTileVectors) >= 6 &&
+      padded_columns(b.vector) >= wide_nr && padded_columns(wide_nr) <= padded_columns(b.nr);
+  p.nr = choice.vectors > 0 ? choice.vectors * b.vector
+         : N < b.nr         ? b.vector
+         : wide             ? wide_nr
+                            : b.nr;
   if (p.nr > (N + b.vector - 1) / b.vector * b.vector) return std::nullopt;
   const int64_t most_rows = gemm_max_rows(target, p.nr / b.vector);
   // The panels' rows: the most, down to two thirds of the register tile's, that computes at most
@@ -406,9 +418,11 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
   if (choice.rows < 0 || choice.rows > most_rows) return std::nullopt;
   if (choice.rows > 0) p.mr = choice.rows;
   // k in even blocks of at most the choice's, else of as many steps as keep a micro panel of B
-  // two vectors wide (kc x 2 V) in L1; A's block of mc x kc in a quarter of L2.
+  // (kc x nr) in L1; A's block of mc x kc in a quarter of L2. (Four vectors with two vectors'
+  // k block: the encoder's first FFN matmul 1.13x and its attention scores 1.23x slower.)
   if (choice.kc > 0 && choice.kc >= K) return std::nullopt;
-  const int64_t kc_most = choice.kc > 0 ? choice.kc : b.kc;
+  const int64_t kc_most =
+      choice.kc > 0 ? choice.kc : std::max(b.vector, target.l1_bytes / (p.nr * 4));
   const int64_t k_blocks = (K + kc_most - 1) / kc_most;
   p.kc = (K + k_blocks - 1) / k_blocks;
   p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;

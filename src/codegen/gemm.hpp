@@ -106,6 +106,7 @@ struct GemmChoice {
   GemmA a = GemmA::planned;  // A's reading (in place needs A contiguous along k)
   int64_t rows = 0;          // the register tile's rows, 1 to the target's most for its columns
   int64_t vectors = 0;       // the register tile's columns in vectors, 1 to kMaxTileVectors
+                             // (the plan's: 2, or 4 where that pads no more columns)
   int64_t kc = 0;            // k in blocks of at most kc steps (A packed; less than all of k)
 };
 // The register tile's columns take at most this many vectors; a chosen k block at least this
@@ -118,8 +119,8 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target,
 // where GEMM(3, rows) does not apply: no stride-1 3 x 3 window over even output sizes, or one row
 // (a depthwise convolution's single channel per GEMM gives its 16 products nothing to share).
 int64_t winograd_tiles(const GemmPlan& p);
-// The most rows a register tile of the target takes: its default tile of two vectors' columns,
-// else (`vectors`) as many rows as keep the same number of accumulators.
+// The most rows a register tile of the target takes: the target's rows for a tile two vectors
+// wide, else (`vectors`) as many rows as keep the same number of accumulators.
 int64_t gemm_max_rows(const Target& target, int64_t vectors = 2);
 
 }  // namespace vkgrad

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -220,6 +221,38 @@ TEST(Gemm, EveryBlockingOfTheOpt) {
       EXPECT_NE(std::string(e.what()).find("BLOCK"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Gemm, TheTileIsFourVectorsWideWhereThatPadsNoMoreColumns) {
+  // The plan's register tile on AVX-512: 6 x 4 vectors where 64 columns pad the output no more
+  // than 32 do (512 columns), with the k block that keeps B's micro panel in L1 (kc x 64 floats
+  // of 32 KiB: 300 in 3 blocks of 100); two vectors where they pad fewer (784 columns: 800
+  // against 832), where four would be wider than the output (48), and where the target keeps
+  // fewer than 6 rows of four vectors (Zen 4's 8 x 2). The wide tile against double precision,
+  // A packed and A read in place.
+  const Target host = cpu::host_target();
+  auto plan = [&](int64_t n, const Target& t) {
+    const std::optional<GemmPlan> p = plan_gemm(
+        kernel_of(matrix(100, 300, false, 21), matrix(300, n, false, 22)), t, {GemmA::packed});
+    EXPECT_TRUE(p) << n << " columns";
+    return p ? *p : GemmPlan{};
+  };
+  const GemmPlan wide = plan(512, host);
+  EXPECT_EQ(wide.nr, 4 * host.vector_floats);
+  EXPECT_LE(wide.mr, 6);
+  EXPECT_EQ(wide.kc, 100);
+  EXPECT_EQ(plan(784, host).nr, 2 * host.vector_floats);
+  EXPECT_EQ(plan(48, host).nr, 2 * host.vector_floats);
+  EXPECT_EQ(plan(784, host).kc, 300 / 2);  // kc x 32 floats in 32 KiB: 256 steps at most
+  Target eight_rows = host;
+  eight_rows.gemm_rows = 8;
+  EXPECT_EQ(plan(512, eight_rows).nr, 2 * host.vector_floats);
+  constexpr int64_t m = 100, k = 300, n = 512;
+  for (const bool a_t : {false, true})
+    expect_gemm(matrix(m, k, a_t, 23), matrix(k, n, false, 24), m, k, n);
+  EXPECT_NE(rendered(matrix(m, k, false, 23).tensor.matmul(matrix(k, n, false, 24).tensor), true)
+                .find(fmt::format("acc[{}][4];", wide.mr)),
+            std::string::npos);
 }
 
 TEST(Gemm, NarrowOutput) {
