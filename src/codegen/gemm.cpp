@@ -399,7 +399,7 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
          : N < b.nr         ? b.vector
          : wide             ? wide_nr
                             : b.nr;
-  if (p.nr > (N + b.vector - 1) / b.vector * b.vector) return std::nullopt;
+  if (p.nr > padded_columns(b.vector)) return std::nullopt;
   const int64_t most_rows = gemm_max_rows(target, p.nr / b.vector);
   // The panels' rows: the most, down to two thirds of the register tile's, that computes at most
   // 1% of rows past M, else the fewest past M (64 rows as 8 panels of 8, not 6 of 11 with 2 rows
@@ -427,7 +427,7 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
   p.kc = (K + k_blocks - 1) / k_blocks;
   p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
   // B's blocks of columns: whole strips (the C tile's rows are nc wide).
-  const int64_t n_pad = (N + p.nr - 1) / p.nr * p.nr;
+  const int64_t n_pad = padded_columns(p.nr);
   p.nc = std::min({n_pad, std::max(p.nr, b.max_nc / p.nr * p.nr),
                    std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
   // A long batch is split: nothing is packed twice. Otherwise each thread packs all of the
