@@ -21,8 +21,10 @@ namespace fs = std::filesystem;
 // while each step pays, so winners lie beyond the neighbourhood of the heuristics' list; beam4:
 // a GEMM's blocking, BLOCK, follows its variants; beam5: the plan's tile is four vectors wide
 // where that pads no more columns, with the k block for it, so BLOCK(0, 2) is a choice too and
-// the earlier winners were measured against other heuristics).
-constexpr const char* kVersion = VKGRAD_VERSION "/beam5";
+// the earlier winners were measured against other heuristics; beam6: A is read in place up to
+// 8 strips of two vectors whatever the tile's width, so a list with GEMM(0, ·) may read A
+// otherwise than when it was timed).
+constexpr const char* kVersion = VKGRAD_VERSION "/beam6";
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS tuned ("

@@ -228,8 +228,10 @@ TEST(Gemm, TheTileIsFourVectorsWideWhereThatPadsNoMoreColumns) {
   // than 32 do (512 columns), with the k block that keeps B's micro panel in L1 (kc x 64 floats
   // of 32 KiB: 300 in 3 blocks of 100); two vectors where they pad fewer (784 columns: 800
   // against 832), where four would be wider than the output (48), and where the target keeps
-  // fewer than 6 rows of four vectors (Zen 4's 8 x 2). The wide tile against double precision,
-  // A packed and A read in place.
+  // fewer than 6 rows of four vectors (Zen 4's 8 x 2). A read in place as planned up to 256
+  // columns, counted in strips of two vectors whatever the tile's width: 8 wide strips (512
+  // columns, as many as 16 narrow ones) pack it. The wide tile against double precision, A
+  // packed and A read in place.
   const Target host = cpu::host_target();
   auto plan = [&](int64_t n, const Target& t) {
     const std::optional<GemmPlan> p = plan_gemm(
@@ -247,9 +249,20 @@ TEST(Gemm, TheTileIsFourVectorsWideWhereThatPadsNoMoreColumns) {
   Target eight_rows = host;
   eight_rows.gemm_rows = 8;
   EXPECT_EQ(plan(512, eight_rows).nr, 2 * host.vector_floats);
+  auto planned = [&](int64_t n) {
+    const std::optional<GemmPlan> p =
+        plan_gemm(kernel_of(matrix(100, 300, false, 21), matrix(300, n, false, 22)), host, {});
+    EXPECT_TRUE(p) << n << " columns";
+    return p ? *p : GemmPlan{};
+  };
+  EXPECT_EQ(planned(256).nr, 4 * host.vector_floats);
+  EXPECT_TRUE(planned(256).a_rows);
+  EXPECT_EQ(planned(512).nr, 4 * host.vector_floats);
+  EXPECT_FALSE(planned(512).a_rows);
   constexpr int64_t m = 100, k = 300, n = 512;
   for (const bool a_t : {false, true})
     expect_gemm(matrix(m, k, a_t, 23), matrix(k, n, false, 24), m, k, n);
+  expect_gemm(matrix(m, k, false, 25), matrix(k, 256, false, 26), m, k, 256);
   EXPECT_NE(rendered(matrix(m, k, false, 23).tensor.matmul(matrix(k, n, false, 24).tensor), true)
                 .find(fmt::format("acc[{}][4];", wide.mr)),
             std::string::npos);
