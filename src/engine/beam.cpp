@@ -459,6 +459,35 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
   return out;
 }
 
+std::vector<std::vector<Opt>> beam_neighbours(const UOp& ast, const std::vector<Opt>& opts,
+                                              const Target& target) {
+  std::vector<std::vector<Opt>> out;
+  if (opts.empty() || opts[0].op == OptOp::GEMM) return out;
+  auto add = [&](std::vector<Opt> l) {
+    if (l == opts || std::find(out.begin(), out.end(), l) != out.end()) return;
+    try {
+      opt_state(ast, l, target);
+    } catch (const Error&) {
+      return;
+    }
+    out.push_back(std::move(l));
+  };
+  for (size_t i = 0; i < opts.size(); ++i) {
+    for (const int64_t amount : {opts[i].amount / 2, opts[i].amount * 2}) {
+      if (amount < 2 || (amount < opts[i].amount && opts[i].amount % 2 != 0)) continue;
+      std::vector<Opt> l = opts;
+      l[i].amount = amount;
+      add(std::move(l));
+    }
+    if (i + 1 < opts.size()) {  // without the last action it is a prefix, a root already
+      std::vector<Opt> l = opts;
+      l.erase(l.begin() + static_cast<std::ptrdiff_t>(i));
+      add(std::move(l));
+    }
+  }
+  return out;
+}
+
 BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
                        const std::function<void(int, double)>& progress) {
   BeamResult res;
@@ -575,6 +604,17 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   confirm(timed_roots);
   beam.insert(beam.end(), timed_roots.begin(), timed_roots.end());
   const Target& target = rt.target();
+  // The heuristics' neighbours (one action's amount halved or doubled, or one action left out),
+  // which extending the roots one action at a time seldom reaches: those faster than the
+  // heuristics' list join the beam.
+  std::vector<Candidate> near, timed_near;
+  for (std::vector<Opt>& l : beam_neighbours(ast, res.heuristic, target))
+    near.push_back({std::move(l), 0, kRoot});
+  try_lists(near, timed_near);
+  std::erase_if(timed_near, [](const Candidate& c) { return !(c.relative < 1); });
+  if (!timed_near.empty()) confirm(timed_near);
+  std::erase_if(timed_near, [](const Candidate& c) { return !(c.relative < 1); });
+  beam.insert(beam.end(), timed_near.begin(), timed_near.end());
   std::map<std::string, std::vector<Opt>> actions_of;  // by list
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,

@@ -2,18 +2,18 @@
 // device itself, on scratch buffers of the kernel's sizes (never the user's).
 //
 // The search starts from the heuristics' list, the empty list and the heuristics' list's prefixes
-// (the lists on the way from one to the other). Each round extends every kept candidate by one
-// action (beam_actions: the amounts the target's registers, workgroups and shared memory allow
-// on what the list leaves of each axis) and keeps the `width` fastest of the extensions that are
-// faster than the list they extend; it stops when no extension is. A candidate's time (the minimum
-// of a run alone and a few runs back to back) is kept relative to the heuristics' kernel timed just
-// before and after it, so that a machine slowed by other work for seconds at a time does not rank
-// lists by when they ran; the lists a round keeps are timed twice more and keep the median of the
-// three. One that fails to render or compile, runs past a multiple of the list it extends or of the
-// best time so far, or whose output differs from the heuristics' kernel on the same random inputs
-// (exact for integers, a tolerance for floats) is dropped. The winner is the fastest list kept,
-// when it stays faster than the heuristics' in a last few paired timings. Kernels with variables
-// keep the heuristics.
+// (the lists on the way from one to the other), and the heuristics' neighbours that beat it
+// (beam_neighbours). Each round extends every kept candidate by one action (beam_actions: the
+// amounts the target's registers, workgroups and shared memory allow on what the list leaves of
+// each axis) and keeps the `width` fastest of the extensions that are faster than the list they
+// extend; it stops when no extension is. A candidate's time (the minimum of a run alone and a few
+// runs back to back) is kept relative to the heuristics' kernel timed just before and after it, so
+// that a machine slowed by other work for seconds at a time does not rank lists by when they ran;
+// the lists a round keeps are timed twice more and keep the median of the three. One that fails to
+// render or compile, runs past a multiple of the list it extends or of the best time so far, or
+// whose output differs from the heuristics' kernel on the same random inputs (exact for integers, a
+// tolerance for floats) is dropped. The winner is the fastest list kept, when it stays faster than
+// the heuristics' in a last few paired timings. Kernels with variables keep the heuristics.
 //
 // A kernel timed alone, its operands in cache from the run before, ranks lists otherwise than
 // the model's forward does, where its operands come from other kernels or from memory (a
@@ -55,6 +55,11 @@ void record_tuned(TunedKernel k);
 // tile's columns, 1 to kMaxTileVectors vectors, and k blocks of 64 to 1024 steps). Only actions
 // apply_opts takes after `opts`.
 std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
+
+// The lists near `opts` (the heuristics'): one action's amount halved or doubled, or one action
+// but the last left out, where apply_opts takes them; none for a GEMM's list.
+std::vector<std::vector<Opt>> beam_neighbours(const UOp& ast, const std::vector<Opt>& opts,
+                                              const Target& target);
 
 // A list a search timed, with its compiled kernel.
 struct BeamVariant {

@@ -272,6 +272,34 @@ TEST(BeamActions, ComeFromTheTargetAndWhatTheListLeaves) {
     }
 }
 
+TEST(BeamNeighbours, HalveOrDoubleOneActionOrLeaveOneOut) {
+  // The convolution above: globals (64, 56, 56), reduces (32, 3, 3).
+  const UOp conv = kernel_of(Tensor::empty({1, 32, 58, 58}, dtypes::float32, "CPU")
+                                 .conv2d(Tensor::empty({64, 32, 3, 3}, dtypes::float32, "CPU")))
+                       .ast;
+  const Target nvidia = gpu_target(32, 1024, 49152);
+  const Opt up_x{OptOp::UPCAST, 2, 4}, up_c{OptOp::UPCAST, 0, 8}, unroll{OptOp::UNROLL, 2, 3},
+      lanes{OptOp::LOCAL, 0, 8};
+  const std::vector<Opt> list{up_x, up_c, unroll, lanes};
+  const std::vector<std::vector<Opt>> near = engine::beam_neighbours(conv, list, nvidia);
+  // Not there: UNROLL(2, 6) (the window's 3 columns), 16 channels a step (8 lanes then find
+  // 4 channels left), 16 lanes (8 channels left), UNROLL(2, 1), and without the last action
+  // (the prefix, a root of the search already).
+  const std::vector<std::vector<Opt>> expected{{{OptOp::UPCAST, 2, 2}, up_c, unroll, lanes},
+                                               {{OptOp::UPCAST, 2, 8}, up_c, unroll, lanes},
+                                               {up_c, unroll, lanes},
+                                               {up_x, {OptOp::UPCAST, 0, 4}, unroll, lanes},
+                                               {up_x, unroll, lanes},
+                                               {up_x, up_c, lanes},
+                                               {up_x, up_c, unroll, {OptOp::LOCAL, 0, 4}}};
+  EXPECT_EQ(near, expected);
+  for (const std::vector<Opt>& l : near) EXPECT_NO_THROW(apply_opts(conv, l, nvidia));
+  // A GEMM's list has its blocking's actions instead; the empty list has no neighbours.
+  const Target host = engine::runtime_of("CPU").target();
+  EXPECT_TRUE(engine::beam_neighbours(conv, {{OptOp::GEMM, 0, 0}}, host).empty());
+  EXPECT_TRUE(engine::beam_neighbours(conv, {}, nvidia).empty());
+}
+
 TEST_P(BeamTest, KernelsWithVariablesKeepTheHeuristics) {
   const Tensor x = Tensor::zeros({5}, dtypes::float32, dev()).symbolic(0, Variable("bt_n", 1, 64));
   const Kernel k = kernel_of(x * 2.0);
