@@ -84,7 +84,8 @@ namespace {
 //     reads through a broadcast of 8 or more (Adam's bias corrections 1 - beta^t, scalars
 //     broadcast over every parameter).
 // A pad with a value counts as a view here, not as a computation (is_value_pad).
-// Other elementwise work is recomputed where it is used, never stored.
+// Other elementwise work is recomputed where it is used, never stored, except a stored
+// reduction's own elementwise epilogue, which store_epilogues moves into its kernel.
 enum class Broadcast : uint8_t { none, plain, into_reduce };
 
 // A pad with a value (Tensor::pad: WHERE(a padded mask of constants, the padded tensor, a
@@ -175,6 +176,50 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     }
   }
   return realized;
+}
+
+// A reduction that choose_realized stores because its value is read behind a broadcast, inside
+// another reduction or by several kernels is stored with its elementwise epilogue instead: the
+// run of elementwise ops and reshapes above it, each the only reader of the one below (linear's
+// bias add under the attention's matmul, a mean's scale by 1 / n), up to the last elementwise op
+// before a node read by another movement op, by more than one node, or already stored. Its kernel
+// then computes them once per element; each reader would compute them once per use (a matmul's
+// operands' ops in its inner loop, once for every output they reach, and one more buffer read).
+void store_epilogues(const std::vector<UOp>& topo, std::span<const UOp> roots,
+                     std::unordered_set<const UOpNode*>& realized) {
+  struct Readers {
+    int count = 0;
+    UOp first;
+  };
+  std::unordered_map<const UOpNode*, Readers> readers;
+  for (const UOp& u : topo) {
+    std::unordered_set<const UOpNode*> distinct;
+    for (const UOp& s : u.src())
+      if (distinct.insert(s.get()).second) {
+        Readers& r = readers[s.get()];
+        if (r.count++ == 0) r.first = u;
+      }
+  }
+  std::unordered_set<const UOpNode*> outputs;
+  for (const UOp& r : roots) outputs.insert(r.get());
+  auto elementwise = [](const UOp& u) {
+    return (is_alu(u.op()) || u.op() == Ops::CAST) && !is_value_pad(u);
+  };
+  for (const UOp& r : topo) {
+    if (r.op() != Ops::REDUCE_AXIS || !realized.count(r.get()) || outputs.count(r.get())) continue;
+    UOp top = r;
+    for (UOp at = r;;) {
+      const auto it = readers.find(at.get());
+      if (it == readers.end() || it->second.count != 1) break;
+      const UOp& p = it->second.first;
+      if (realized.count(p.get()) || !(elementwise(p) || p.op() == Ops::RESHAPE)) break;
+      at = p;
+      if (elementwise(p)) top = p;
+    }
+    if (top == r) continue;
+    realized.erase(r.get());
+    realized.insert(top.get());
+  }
 }
 
 // Keeps every reduction of a kernel on its fast path, after choose_realized has cut the graph:
@@ -306,6 +351,7 @@ Schedule build_schedule(const UOp& key) {
   const std::span<const UOp> roots(graph.src());
   lazy::ShapeMap shapes;
   auto realized = choose_realized(topo, roots, shapes);
+  store_epilogues(topo, roots, realized);
   one_reduction_per_kernel(topo, shapes, realized);
   limit_kernel_buffers(topo, realized);
 

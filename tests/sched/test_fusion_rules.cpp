@@ -123,6 +123,33 @@ TEST(FusionRules, AnUnpaddedReductionStaysFusedWithItsEpilogue) {
   EXPECT_EQ(s.kernels.size(), 1u);
 }
 
+TEST(FusionRules, AStoredReductionIsStoredWithItsElementwiseEpilogue) {
+  // A linear layer (x @ w + b) whose output is read by a matmul with itself: the matmul is
+  // stored because it is read behind a broadcast, and the bias add is stored with it, so the
+  // second kernel reads one buffer and adds no bias in its inner loop.
+  const UOp x = input({4, 8}), w = input({8, 6}), b = input({6});
+  const UOp mm =
+      lazy::reshape(lazy::reduce(lazy::expand(lazy::reshape(x, {4, 8, 1}), {4, 8, 6}) *
+                                     lazy::expand(lazy::reshape(w, {1, 8, 6}), {4, 8, 6}),
+                                 Ops::ADD, {1}),
+                    {4, 6});
+  const UOp y = mm + lazy::expand(lazy::reshape(b, {1, 6}), {4, 6});
+  const UOp yyt = lazy::reduce(lazy::expand(lazy::reshape(y, {4, 1, 6}), {4, 4, 6}) *
+                                   lazy::expand(lazy::reshape(y, {1, 4, 6}), {4, 4, 6}),
+                               Ops::ADD, {2});
+  const Schedule s = schedule_of(yyt);
+  ASSERT_EQ(kernel_shapes(s), (Shapes{{4, 6}, {4, 4, 1}}));
+  EXPECT_EQ(reduce_trips(s), (Trips{{8}, {6}}));
+  auto inputs_read = [&](const ScheduleKernel& k) {
+    int n = 0;
+    for (int i : k.buffers) n += s.buffers[i].kind == ScheduleBuffer::Kind::input;
+    return n;
+  };
+  EXPECT_EQ(inputs_read(s.kernels[0]), 3);  // x, w and b
+  EXPECT_EQ(inputs_read(s.kernels[1]), 0);  // y alone, bias included
+  EXPECT_EQ(s.kernels[1].buffers.size(), 2u);
+}
+
 TEST(FusionRules, OfTwoReductionsSideBySideTheLargerStaysFused) {
   // A residual block's conv plus its downsample conv: two reductions added. The one with less
   // work (over 8) is stored; the one over 32 stays fused with the add.
