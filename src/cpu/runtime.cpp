@@ -317,7 +317,7 @@ Target host_target() {
   t.language = Target::Language::c;
   // The kernels are compiled for this CPU with 512-bit vectors preferred
   // (-mprefer-vector-width=512): AVX-512's 32 registers of 16 floats. The GEMM's vectors are GCC
-  // vector types, lowered to narrower registers where the CPU has none this wide.
+  // vector types; tuned_host_target sizes them and the register tile for a CPU without AVX-512.
   t.vector_floats = 16;
   t.vector_registers = 32;
   t.l1_bytes = 32 * 1024;
@@ -333,14 +333,30 @@ Target host_target() {
 
 Target tuned_host_target() {
   Target t = host_target();
-  // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
-  // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms),
-  // and with multiply-adds at half AVX-512's rate Winograd pays from a 28 x 28 output
-  // (ResNet-18's three 128-channel convs there 3.84 -> 2.74 ms; at 14 x 14 it still does not).
-  if (amd_family() == 0x19) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) {
+    // AVX2 (or only SSE): 16 registers of 8 (4) floats. GCC would lower the 16-float vectors to
+    // pairs, and the 12 x 32 tile's 24 accumulators would take 48 of the 16 registers; a 6 x 16
+    // tile takes 12 and leaves B's two vectors and A's broadcast. On an AMD EPYC (Zen, AVX2):
+    // matmul 1024 38 -> 68 GFLOPS (OpenBLAS 69), ResNet-50 263 -> 141 ms, the encoder 31.6 ->
+    // 18.1 ms.
+    t.vector_floats = __builtin_cpu_supports("avx") ? 8 : 4;
+    t.vector_registers = 16;
+    t.gemm_rows = 6;
+  } else if (amd_family() == 0x19) {
+    // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
+    // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms),
+    // and with multiply-adds at half AVX-512's rate Winograd pays from a 28 x 28 output
+    // (ResNet-18's three 128-channel convs there 3.84 -> 2.74 ms; at 14 x 14 it still does not).
     t.gemm_rows = 8;
     t.winograd_min_tiles = 14 * 14;
   }
+#elif defined(__aarch64__)
+  // NEON: 32 registers of 4 floats.
+  t.vector_floats = 4;
+  t.vector_registers = 32;
+#endif
   return t;
 }
 

@@ -19,8 +19,8 @@ std::unique_ptr<Runtime> make_runtime(bool flush_subnormals);
 // What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering), the
 // same on every machine (the golden tests render with it).
 Target host_target();
-// host_target() tuned for this processor (the GEMM's register tile on AMD Zen 4): what the
-// runtime renders with.
+// host_target() tuned for this processor (its vector registers without AVX-512, the GEMM's
+// register tile on AMD Zen 4): what the runtime renders with.
 Target tuned_host_target();
 
 // The backend "CPU": one device, the host, whatever else opens.
