@@ -91,9 +91,9 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
   if (const auto plan = plan_gemm(ast, target)) {
     // The weights' transform, once per call, is shared by every image's tiles; each image's
     // own transforms pay from a 16 x 16 output (a training batch of 16 at 16 x 16: 6.4 -> 4.5
-    // ms; at 8 x 8 it lost, 6.2 -> 8.1).
+    // ms; at 8 x 8 it lost, 6.2 -> 8.1), or from the target's minimum where that is less.
     const int64_t tiles = winograd_tiles(*plan);
-    const bool winograd = tiles >= kWinogradMinImageTiles &&
+    const bool winograd = tiles >= std::min(kWinogradMinImageTiles, target.winograd_min_tiles) &&
                           tiles * prod_sizes(plan->batch) >= target.winograd_min_tiles;
     return {{OptOp::GEMM, winograd ? 3 : 0, 0}};
   }

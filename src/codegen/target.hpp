@@ -27,7 +27,8 @@ struct Target {
   int gemm_rows = 0;
   // A stride-1 3 x 3 convolution over at least this many 2 x 2 output tiles, its batch's images
   // together, runs as Winograd F(2 x 2, 3 x 3) (Opt GEMM(3, r)): 2.25x fewer multiply-adds for
-  // transforms that pay where multiply-adds are dear.
+  // transforms that pay where multiply-adds are dear. Each image needs 64 tiles (16 x 16 outputs)
+  // for its own transforms to pay, or this many where it is less.
   int64_t winograd_min_tiles = 256;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.

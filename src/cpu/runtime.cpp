@@ -344,6 +344,10 @@ Target tuned_host_target() {
     t.vector_floats = __builtin_cpu_supports("avx") ? 8 : 4;
     t.vector_registers = 16;
     t.gemm_rows = 6;
+    // With a quarter of AVX-512's multiply-adds per cycle, Winograd pays from a 14 x 14 output
+    // (ResNet-50's 3 x 3 convolutions there 3.92 -> 2.97 ms, at 28 x 28 3.54 -> 2.64: BEAM's
+    // finding on that EPYC).
+    t.winograd_min_tiles = 7 * 7;
   } else if (amd_family() == 0x19) {
     // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
     // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms),
