@@ -5,8 +5,9 @@
 // to 16 values; unrolling a long fused chain would only multiply the compile time):
 //   a large float32 matmul-like kernel on a target with a GEMM lowering: GEMM; a stride-1 3 x 3
 //                convolution with at least Target::winograd_min_tiles 2 x 2 output tiles in its
-//                batch (one 32 x 32 output; Zen 4's 28 x 28), 64 per image at least (16 x 16),
-//                as Winograd F(2 x 2, 3 x 3), GEMM(3, 0)
+//                batch (one 32 x 32 output; Zen 4's 28 x 28, AVX2's 14 x 14), 64 per image at
+//                least (16 x 16) or that minimum where it is less, as Winograd F(2 x 2, 3 x 3),
+//                GEMM(3, 0)
 //                (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms; ResNet-18's 56 x 56 convs 1.55 -> 1.33
 //                ms; at 14 x 14 with 256 channels it lost, 4.0 -> 5.6 ms: the weights' transform,
 //                per call, outweighs 49 tiles);
