@@ -181,10 +181,16 @@ TEST(Opt, HeuristicsPerTarget) {
   const UOp conv8 =
       scheduled_kernel(input({16, 128, 8, 8}).conv2d(input({128, 128, 3, 3}), {}, 1, 1));
   EXPECT_EQ(heuristic_opts(conv8, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
-  // A classifier at batch 1 (the weight read along k): split accumulators along k, not a
-  // register tile over rows of the weight.
+  // A classifier at batch 1 (the weight read along k): split accumulators along k, two vectors,
+  // and 8 rows of the weight at a time sharing each vector of the input, not a register tile
+  // over rows that reads them a row apart. A row sum shares nothing across rows.
   const UOp matvec = scheduled_kernel(input({1, 1280}).matmul(input({1000, 1280}).transpose()));
-  EXPECT_EQ(heuristic_opts(matvec, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
+  EXPECT_EQ(heuristic_opts(matvec, cpu),
+            (std::vector<Opt>{{OptOp::UPCAST, 0, 8}, {OptOp::UNROLL, 0, 32}}));
+  Target avx2 = cpu;
+  avx2.vector_floats = 8;
+  EXPECT_EQ(heuristic_opts(matvec, avx2),
+            (std::vector<Opt>{{OptOp::UPCAST, 0, 8}, {OptOp::UNROLL, 0, 16}}));
   const UOp rows = scheduled_kernel(input({4, 4096}).sum(1));
   EXPECT_EQ(heuristic_opts(rows, cpu), (std::vector<Opt>{{OptOp::UNROLL, 0, 32}}));
   EXPECT_EQ(heuristic_opts(rows, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 256}}));
