@@ -193,12 +193,12 @@ void store_epilogues(const std::vector<UOp>& topo, std::span<const UOp> roots,
   };
   std::unordered_map<const UOpNode*, Readers> readers;
   for (const UOp& u : topo) {
-    std::unordered_set<const UOpNode*> distinct;
-    for (const UOp& s : u.src())
-      if (distinct.insert(s.get()).second) {
-        Readers& r = readers[s.get()];
-        if (r.count++ == 0) r.first = u;
-      }
+    const std::vector<UOp>& src = u.src();
+    for (auto s = src.begin(); s != src.end(); ++s) {
+      if (std::find(src.begin(), s, *s) != s) continue;  // a source read twice: one reader
+      Readers& r = readers[s->get()];
+      if (r.count++ == 0) r.first = u;
+    }
   }
   std::unordered_set<const UOpNode*> outputs;
   for (const UOp& r : roots) outputs.insert(r.get());
