@@ -875,7 +875,7 @@ std::vector<CaseResult> run_suite(const Options& options) {
     blas = load_openblas(s.cpu, s.gpu ? 0 : s.threads);
     s.blas = &*blas;
   }
-  print_header(s, any_matmul, any_c_loop, any_hand);
+  if (options.header) print_header(s, any_matmul, any_c_loop, any_hand);
 
   std::vector<CaseResult> results;
   for (const Case* c : selected) {

@@ -29,6 +29,7 @@ int cpu_backend_threads();
 struct Options {
   std::string device;             // empty: the default device
   std::vector<std::string> only;  // case names to run; empty: all
+  bool header = true;             // print the table's header (the machine, the method) first
 };
 
 struct Reference {

@@ -65,7 +65,8 @@ void print_usage(std::FILE* to) {
              "                    default device)\n"
              "  --json F          also write the results to F as JSON (bench)\n"
              "  --beam N          search kernels with a beam of N (tune: default 2; bench:\n"
-             "                    the heuristics' and the tuned figures side by side)\n"
+             "                    the heuristics' and the tuned figures side by side, 5\n"
+             "                    alternating runs of each case)\n"
              "  --only A,B,...    run only these cases (comma-separated):\n"
              "{}"
              "\n"
@@ -250,26 +251,73 @@ std::optional<int> parse_options(std::string_view cmd, const std::vector<std::st
   return std::nullopt;
 }
 
-const bench::CaseResult* find_case(const std::vector<bench::CaseResult>& rs, const std::string& n) {
-  for (const bench::CaseResult& r : rs)
-    if (r.name == n) return &r;
-  return nullptr;
-}
+// The heuristics' and BEAM's runs of a case alternate, kBeamRounds of each, so that a machine's
+// load drifting over minutes (a shared machine's same binary ran ResNet-50 in 138 to 237 ms
+// within a quarter of an hour) weighs on both alike; the speed-up is the median of the rounds'
+// ratios.
+constexpr int kBeamRounds = 5;
 
-// The suite with the heuristics' kernels and with BEAM-tuned ones, side by side.
-void print_beam_table(const std::vector<bench::CaseResult>& heuristic,
-                      const std::vector<bench::CaseResult>& tuned, int width) {
-  fmt::print("\n{:<26} {:>14} {:>14} {:>9}\n", "case", "heuristics", fmt::format("BEAM={}", width),
-             "speed-up");
-  for (const bench::CaseResult& h : heuristic) {
-    const bench::CaseResult* t = find_case(tuned, h.name);
-    if (!h.value || !t || !t->value) continue;
-    // Higher is better for rates, lower for times.
-    const bool time = h.unit == "ms" || h.unit == "us";
-    const double up = time ? *h.value / *t->value : *t->value / *h.value;
-    fmt::print("{:<26} {:>9.3g} {:<4} {:>9.3g} {:<4} {:>8.2f}x\n", h.name, *h.value, h.unit,
-               *t->value, t->unit, up);
+struct BeamPair {
+  std::string name, unit;
+  std::vector<double> heuristic, tuned, ratio;
+};
+
+// The selected cases with the heuristics' kernels and with BEAM-tuned ones, alternately, then a
+// table of their medians side by side. Returns the tuned runs' results (the last round's figures;
+// ok where every run of the case was).
+std::vector<bench::CaseResult> run_beam_pairs(const bench::Options& options, int width) {
+  std::vector<std::string> names = options.only.empty() ? bench::case_names() : options.only;
+  std::vector<bench::CaseResult> results;
+  std::vector<BeamPair> pairs;
+  bench::Options one = options;
+  fmt::print(
+      "each case {} times with the heuristics' kernels (the BEAM cache not read) and with "
+      "BEAM={} (kernels in the BEAM cache are not searched again), alternately\n",
+      kBeamRounds, width);
+  for (const std::string& name : names) {
+    one.only = {name};
+    BeamPair pair;
+    pair.name = name;
+    std::optional<bench::CaseResult> last;
+    for (int round = 0; round < kBeamRounds; ++round) {
+      std::vector<bench::CaseResult> h, t;
+      {
+        Beam none({.width = 0, .use_cache = false});
+        h = bench::run_suite(one);
+        one.header = false;
+      }
+      {
+        Beam beam({.width = width});
+        t = bench::run_suite(one);
+      }
+      if (h.empty() || t.empty()) break;  // a case this device skips
+      const bool ok = h[0].ok && t[0].ok && (!last || last->ok);
+      last = t[0];
+      last->ok = ok;  // every run of the case verified
+      if (!h[0].value || !t[0].value) continue;
+      // Higher is better for rates, lower for times.
+      const bool time = h[0].unit == "ms" || h[0].unit == "us";
+      pair.unit = h[0].unit;
+      pair.heuristic.push_back(*h[0].value);
+      pair.tuned.push_back(*t[0].value);
+      pair.ratio.push_back(time ? *h[0].value / *t[0].value : *t[0].value / *h[0].value);
+    }
+    if (last) results.push_back(*last);
+    if (!pair.ratio.empty()) pairs.push_back(std::move(pair));
   }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  fmt::print("\n{:<26} {:>16} {:>16} {:>9}  {}\n", "case", "heuristics",
+             fmt::format("BEAM={}", width), "speed-up", "each round");
+  for (const BeamPair& p : pairs) {
+    std::string rounds;
+    for (const double r : p.ratio) rounds += fmt::format(" {:.2f}x", r);
+    fmt::print("{:<26} {:>9.3g} {:<6} {:>9.3g} {:<6} {:>8.2f}x {}\n", p.name, median(p.heuristic),
+               p.unit, median(p.tuned), p.unit, median(p.ratio), rounds);
+  }
+  return results;
 }
 
 int bench_command(const std::vector<std::string_view>& args) {
@@ -287,16 +335,7 @@ int bench_command(const std::vector<std::string_view>& args) {
   }
   std::vector<bench::CaseResult> results;
   if (options.beam > 0) {
-    std::vector<bench::CaseResult> heuristic;
-    {
-      fmt::print("with the heuristics' kernels (the BEAM cache not read)\n");
-      Beam none({.width = 0, .use_cache = false});
-      heuristic = bench::run_suite(options.bench);
-    }
-    fmt::print("\nwith BEAM={} (kernels in the BEAM cache are not searched again)\n", options.beam);
-    Beam beam({.width = options.beam});
-    results = bench::run_suite(options.bench);
-    print_beam_table(heuristic, results, options.beam);
+    results = run_beam_pairs(options.bench, options.beam);
   } else {
     results = bench::run_suite(options.bench);
   }
