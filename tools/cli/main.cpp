@@ -356,6 +356,9 @@ int bench_command(const std::vector<std::string_view>& args) {
 
 // `tune`: the cases run once with BEAM on, every kernel not in the BEAM cache searched (a line of
 // progress each), then a table of the kernels searched.
+// tune's summary counts the kernels among this many slowest (by default time) that gained.
+constexpr size_t kSlowestKernels = 10;
+
 int tune_command(const std::vector<std::string_view>& args) {
   CliOptions options;
   if (std::optional<int> status = parse_options("tune", args, options)) return *status;
@@ -373,11 +376,15 @@ int tune_command(const std::vector<std::string_view>& args) {
   // own, alone, for a kernel that did not run there), and the search's speed-up beside.
   fmt::print("\n{:<36} {:>11} {:>11} {:>9} {:>8} {:>6} {:>8}  {}\n", "kernel", "default ms",
              "tuned ms", "speed-up", "search", "tried", "time", "Opt list");
+  // A kernel's default and tuned time per launch.
+  auto times = [](const TunedKernel& k) {
+    const bool in_model = k.schedule_seconds > 0;
+    return std::pair{in_model ? k.schedule_heuristic_seconds : k.heuristic_seconds,
+                     in_model ? k.schedule_seconds : k.seconds};
+  };
   double before = 0, after = 0;
   for (const TunedKernel& k : tuned) {
-    const bool in_model = k.schedule_seconds > 0;
-    const double d = in_model ? k.schedule_heuristic_seconds : k.heuristic_seconds;
-    const double t = in_model ? k.schedule_seconds : k.seconds;
+    const auto [d, t] = times(k);
     before += d;
     after += t;
     fmt::print("{:<36} {:>11.4f} {:>11.4f} {:>8.2f}x {:>7.2f}x {:>6} {:>7.1f}s  {}\n", k.name,
@@ -389,6 +396,24 @@ int tune_command(const std::vector<std::string_view>& args) {
       "{} kernels searched (BEAM={}) in {:.1f} s; their device time per launch, in the model: "
       "{:.3f} -> {:.3f} ms\n",
       tuned.size(), width, total, before * 1e3, after * 1e3);
+  // Where the heuristics already sit near what the search finds, what it does for the slowest
+  // kernels, and whether any kernel came out slower.
+  std::vector<const TunedKernel*> slowest;
+  for (const TunedKernel& k : tuned) slowest.push_back(&k);
+  std::sort(slowest.begin(), slowest.end(), [&](const TunedKernel* a, const TunedKernel* b) {
+    return times(*a).first > times(*b).first;
+  });
+  slowest.resize(std::min<size_t>(slowest.size(), kSlowestKernels));
+  auto gained = [&](const TunedKernel& k) { return times(k).first > times(k).second * 1.02; };
+  const auto faster = std::count_if(slowest.begin(), slowest.end(),
+                                    [&](const TunedKernel* k) { return gained(*k); });
+  const auto slower = std::count_if(tuned.begin(), tuned.end(), [&](const TunedKernel& k) {
+    return times(k).second > times(k).first * 1.02;
+  });
+  fmt::print(
+      "of the {} slowest kernels by default time, {} run at least 2% faster tuned; {} of the {} "
+      "kernels run more than 2% slower\n",
+      slowest.size(), faster, slower, tuned.size());
   return std::all_of(results.begin(), results.end(),
                      [](const bench::CaseResult& r) { return r.ok; })
              ? 0
