@@ -19,6 +19,7 @@
 #include <vector>
 #include <vkgrad/vkgrad.hpp>
 
+#include "bench/harness.hpp"
 #include "bench/suite.hpp"
 #include "cli/run.hpp"
 #include "ir/interp.hpp"
@@ -305,17 +306,14 @@ std::vector<bench::CaseResult> run_beam_pairs(const bench::Options& options, int
     if (last) results.push_back(*last);
     if (!pair.ratio.empty()) pairs.push_back(std::move(pair));
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   fmt::print("\n{:<26} {:>16} {:>16} {:>9}  {}\n", "case", "heuristics",
              fmt::format("BEAM={}", width), "speed-up", "each round");
   for (const BeamPair& p : pairs) {
     std::string rounds;
     for (const double r : p.ratio) rounds += fmt::format(" {:.2f}x", r);
-    fmt::print("{:<26} {:>9.3g} {:<6} {:>9.3g} {:<6} {:>8.2f}x {}\n", p.name, median(p.heuristic),
-               p.unit, median(p.tuned), p.unit, median(p.ratio), rounds);
+    fmt::print("{:<26} {:>9.3g} {:<6} {:>9.3g} {:<6} {:>8.2f}x {}\n", p.name,
+               bench::median(p.heuristic), p.unit, bench::median(p.tuned), p.unit,
+               bench::median(p.ratio), rounds);
   }
   return results;
 }
@@ -404,9 +402,9 @@ int tune_command(const std::vector<std::string_view>& args) {
     return times(*a).first > times(*b).first;
   });
   slowest.resize(std::min<size_t>(slowest.size(), kSlowestKernels));
-  auto gained = [&](const TunedKernel& k) { return times(k).first > times(k).second * 1.02; };
-  const auto faster = std::count_if(slowest.begin(), slowest.end(),
-                                    [&](const TunedKernel* k) { return gained(*k); });
+  const auto faster = std::count_if(slowest.begin(), slowest.end(), [&](const TunedKernel* k) {
+    return times(*k).first > times(*k).second * 1.02;
+  });
   const auto slower = std::count_if(tuned.begin(), tuned.end(), [&](const TunedKernel& k) {
     return times(k).second > times(k).first * 1.02;
   });
