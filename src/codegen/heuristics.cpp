@@ -443,6 +443,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // neighbouring columns' (lavapipe, ResNet-18's r_128_28_28_128_3_3: 26.5 -> 16-18 ms). Where
   // the lanes share uniform loads through shuffles, a 1 x 1 convolution's tile too (what BEAM
   // found for ResNet-50's at 28 x 28: 1.18-1.33x each, in one process).
+  bool strided_window = false;  // a stride-2 window's channel tile taken 4 times (below)
   if (target.cpu_device && second >= 0 &&
       (info.reduces.size() > 1 || (target.shuffle_uniform_loads && spatial))) {
     int64_t values = 1;
@@ -455,6 +456,19 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
       }
     const int R = static_cast<int>(info.reduces.size());
     const int64_t k = range_size(info.reduces.back());
+    // Where the lanes share uniform loads through shuffles, a 3 x 3 window whose columns stride
+    // through its input (stride 2: each input load a gather that feeds its own column only)
+    // takes 4 times the output channels instead of unrolling the window's last axis: each gather
+    // then feeds 4 times the multiply-adds, and the channels left over are too few for the
+    // subgroup's lanes, which go to the pixels (lavapipe, what BEAM found, each kernel timed in
+    // one process: ResNet's stride-2 3 x 3s at 28 x 28 1.23-1.33x, 14 x 14 1.31x, 7 x 7 1.09x;
+    // MobileNetV2's stem 1.39x; at stride 1 the same tile is 0.94-1.01x).
+    strided_window = target.shuffle_uniform_loads && R > 1 && k <= 3 && values * 4 <= kMaxUpcast &&
+                     left[static_cast<size_t>(second)] % 4 == 0 &&
+                     !summed_contiguous_along(info, last) &&
+                     reuses_across(info, last, info.globals[second]);
+    if (strided_window) upcast(second, 4);
+    // (Its lanes then go to the pixels: whole_subgroup_lanes is not offered the channels.)
     // Where the lanes share uniform loads through shuffles, a wider window's last axis (a stem's
     // 7) is unrolled too, the channels' tile halved until the values fit (lavapipe, ResNet's
     // 7 x 7 stem: 19.0 -> 11.2 ms in one process; what BEAM found, 13.9, was near).
@@ -466,7 +480,8 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
           values /= 2;
           left[static_cast<size_t>(second)] *= 2;
         }
-    if (k > 1 && k <= (target.shuffle_uniform_loads && R > 1 ? 7 : 3) && values * k <= kMaxUpcast)
+    if (!strided_window && k > 1 && k <= (target.shuffle_uniform_loads && R > 1 ? 7 : 3) &&
+        values * k <= kMaxUpcast)
       opts.push_back({OptOp::UNROLL, R - 1, k});
   }
   if (!opts.empty()) unroll_by_4(opts);
@@ -499,7 +514,8 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     ++dims;
   }
   if (const std::optional<Opt> whole =
-          whole_subgroup_lanes(info, target, left, second, lanes, pixels_left, spatial, eligible)) {
+          whole_subgroup_lanes(info, target, left, strided_window ? -1 : second, lanes, pixels_left,
+                               spatial, eligible)) {
     opts.push_back(*whole);
     return opts;
   }

@@ -295,9 +295,10 @@ TEST(Opt, HeuristicsPerTarget) {
 // Where the lanes share uniform loads through shuffles (lavapipe 22: 8-wide subgroups), a
 // convolution whose pixel lanes would leave a subgroup partial (7 or 14 lanes) takes a whole
 // subgroup's 8: along the output channels for a 1 x 1 (the input's loads are then the shared
-// ones), along the rows where 8 divide them, along the channels for a stride-2 window unless
-// the pixel lanes span the whole image; a stride-1 window at 28 x 28 keeps its 7 column lanes.
-// The lanes' rule holds for a 1 x 1 of few input channels too (64: ResNet-50's first 1 x 1).
+// ones), along the rows where 8 divide them; a stride-1 window at 28 x 28 keeps its 7 column
+// lanes. A stride-2 3 x 3 window takes 4 times the output channels instead of its window's
+// unrolled columns, and its lanes stay on the pixels. The lanes' rule holds for a 1 x 1 of few
+// input channels too (64: ResNet-50's first 1 x 1).
 TEST(Opt, SharingLanesFillWholeSubgroups) {
   Target lavapipe = full_target();
   lavapipe.cpu_device = true;
@@ -319,6 +320,7 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
   const UOp cols28 = conv({1, 128, 28, 28}, {128, 128, 3, 3}, 1, 1);
   const UOp down28 = conv({1, 64, 56, 56}, {128, 64, 3, 3}, 2, 1);
   const UOp pointwise28 = conv({1, 512, 28, 28}, {128, 512, 1, 1}, 1, 0);
+  const UOp down14 = conv({1, 256, 28, 28}, {256, 256, 3, 3}, 2, 1);
   const UOp down7 = conv({1, 256, 14, 14}, {512, 256, 3, 3}, 2, 1);
   EXPECT_EQ(lanes(heuristic_opts(pointwise, lavapipe)), (L{{OptOp::LOCAL, 1, 14}}));
   EXPECT_EQ(lanes(heuristic_opts(pointwise, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
@@ -326,8 +328,24 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
   EXPECT_EQ(lanes(heuristic_opts(rows56, lavapipe)), (L{{OptOp::LOCAL, 2, 7}}));
   EXPECT_EQ(lanes(heuristic_opts(rows56, sharing)), (L{{OptOp::LOCAL, 1, 8}}));
   EXPECT_EQ(lanes(heuristic_opts(cols28, sharing)), (L{{OptOp::LOCAL, 2, 7}}));
-  EXPECT_EQ(lanes(heuristic_opts(down28, sharing)), (L{{OptOp::LOCAL, 0, 8}}));
-  EXPECT_EQ(lanes(heuristic_opts(down7, sharing)), (L{{OptOp::LOCAL, 1, 7}}));
+  EXPECT_EQ(heuristic_opts(down28, sharing), (L{{OptOp::UPCAST, 2, 4},
+                                                {OptOp::UPCAST, 0, 8},
+                                                {OptOp::UPCAST, 1, 2},
+                                                {OptOp::UPCAST, 0, 4},
+                                                {OptOp::LOCAL, 2, 7}}));
+  // At 14 x 14 the 32 channels' 8 invocations would fill a subgroup; the rows take it instead.
+  EXPECT_EQ(heuristic_opts(down14, sharing), (L{{OptOp::UPCAST, 2, 7},
+                                                {OptOp::UPCAST, 0, 8},
+                                                {OptOp::UPCAST, 0, 4},
+                                                {OptOp::LOCAL, 1, 14}}));
+  EXPECT_EQ(heuristic_opts(down7, sharing), (L{{OptOp::UPCAST, 2, 7},
+                                               {OptOp::UPCAST, 0, 8},
+                                               {OptOp::UPCAST, 0, 4},
+                                               {OptOp::LOCAL, 1, 7}}));
+  // Without sharing, and at stride 1, the window's columns stay unrolled.
+  EXPECT_EQ(heuristic_opts(down28, lavapipe).back(), (Opt{OptOp::LOCAL, 2, 7}));
+  EXPECT_EQ(heuristic_opts(down28, lavapipe).end()[-2], (Opt{OptOp::UNROLL, 2, 3}));
+  EXPECT_EQ(heuristic_opts(cols28, sharing).end()[-2], (Opt{OptOp::UNROLL, 2, 3}));
   // A 1 x 1 whose columns give its tile only 4 values adds the rows by 2, as a window does.
   EXPECT_EQ(heuristic_opts(pointwise28, sharing), (L{{OptOp::UPCAST, 2, 4},
                                                      {OptOp::UPCAST, 0, 8},
@@ -351,7 +369,7 @@ TEST(Opt, SharingLanesFillWholeSubgroups) {
   std::vector<Opt> with = heuristic_opts(pointwise, sharing);
   ASSERT_EQ(with.size(), without.size());
   EXPECT_TRUE(std::equal(with.begin(), with.end() - 1, without.begin()));
-  for (const UOp& k : {pointwise, narrow, rows56, cols28, down28, down7, pointwise28, stem})
+  for (const UOp& k : {pointwise, narrow, rows56, cols28, down28, down14, down7, pointwise28, stem})
     EXPECT_NO_THROW(apply_opts(k, heuristic_opts(k, sharing), sharing));
 }
 
