@@ -243,6 +243,8 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
 //     along the output channels where its columns stride through the input (stride 2: gathers,
 //     each then loaded once per subgroup) and the pixel lanes would not already span the whole
 //     image (a 7 x 7 output, whose channel lanes were slower).
+// `second` is -1 where the channels are not offered (a stride-2 3 x 3 whose register tile took
+// 4 times the channels instead: gpu_opts).
 // lavapipe, each kernel timed in one process against the pixel lanes: ResNet-50's 1 x 1
 // convolutions 1.05-1.45x (r_512_28_28_128 0.94x), its stride-2 3 x 3 at 28 x 28 1.30x;
 // ResNet-18's 56 x 56 3 x 3 1.24x, the stem 1.16x; MobileNetV2's 1 x 1 1.05-1.7x.
@@ -459,16 +461,15 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     // Where the lanes share uniform loads through shuffles, a 3 x 3 window whose columns stride
     // through its input (stride 2: each input load a gather that feeds its own column only)
     // takes 4 times the output channels instead of unrolling the window's last axis: each gather
-    // then feeds 4 times the multiply-adds, and the channels left over are too few for the
-    // subgroup's lanes, which go to the pixels (lavapipe, what BEAM found, each kernel timed in
-    // one process: ResNet's stride-2 3 x 3s at 28 x 28 1.23-1.33x, 14 x 14 1.31x, 7 x 7 1.09x;
-    // MobileNetV2's stem 1.39x; at stride 1 the same tile is 0.94-1.01x).
+    // then feeds 4 times the multiply-adds. Its lanes go to the pixels: whole_subgroup_lanes is
+    // not offered the channels (lavapipe, what BEAM found, each kernel timed in one process
+    // against the unrolled list: ResNet's stride-2 3 x 3s at 28 x 28 1.23-1.31x, 14 x 14 1.31x,
+    // 7 x 7 1.07-1.10x; MobileNetV2's stem 1.52x; at stride 1 the same tile is 0.94-1.01x).
     strided_window = target.shuffle_uniform_loads && R > 1 && k <= 3 && values * 4 <= kMaxUpcast &&
                      left[static_cast<size_t>(second)] % 4 == 0 &&
                      !summed_contiguous_along(info, last) &&
                      reuses_across(info, last, info.globals[second]);
     if (strided_window) upcast(second, 4);
-    // (Its lanes then go to the pixels: whole_subgroup_lanes is not offered the channels.)
     // Where the lanes share uniform loads through shuffles, a wider window's last axis (a stem's
     // 7) is unrolled too, the channels' tile halved until the values fit (lavapipe, ResNet's
     // 7 x 7 stem: 19.0 -> 11.2 ms in one process; what BEAM found, 13.9, was near).

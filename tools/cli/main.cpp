@@ -402,11 +402,12 @@ int tune_command(const std::vector<std::string_view>& args) {
     return times(*a).first > times(*b).first;
   });
   slowest.resize(std::min<size_t>(slowest.size(), kSlowestKernels));
+  auto beyond_noise = [](double slow, double fast) { return slow > fast * 1.02; };
   const auto faster = std::count_if(slowest.begin(), slowest.end(), [&](const TunedKernel* k) {
-    return times(*k).first > times(*k).second * 1.02;
+    return beyond_noise(times(*k).first, times(*k).second);
   });
   const auto slower = std::count_if(tuned.begin(), tuned.end(), [&](const TunedKernel& k) {
-    return times(k).second > times(k).first * 1.02;
+    return beyond_noise(times(k).second, times(k).first);
   });
   fmt::print(
       "of the {} slowest kernels by default time, {} run at least 2% faster tuned; {} of the {} "
