@@ -17,6 +17,11 @@ struct BeamOptions {
   int width = 0;          // candidates kept per round; 0: no search
   bool use_cache = true;  // read cached winners (a kernel found there is not searched)
   bool progress = false;  // print a line per kernel searched (stderr; updating on a terminal)
+  // The searches' time budget in seconds of wall time from the first search under these options
+  // (0: none). Once it is spent, the search under way ends after its current round with the
+  // fastest list it confirmed so far (checked like any winner), and kernels compiled later take
+  // their cached lists or the heuristics' without a search.
+  double seconds = 0;
 };
 
 // Kernels compiled while it is alive use `options`. Kernels compiled before keep their code, so

@@ -326,6 +326,9 @@ class Search {
 std::mutex g_settings_mu;
 std::optional<BeamOptions> g_override;  // the innermost live vkgrad::Beam's
 std::vector<TunedKernel> g_tuned;       // under g_settings_mu
+// When the first search under the options in force began (BeamOptions::seconds); under
+// g_settings_mu, reset when a Beam starts or ends.
+std::optional<std::chrono::steady_clock::time_point> g_budget_start;
 
 }  // namespace
 
@@ -343,6 +346,22 @@ BeamOptions beam_settings() {
 }
 
 int beam_width() { return beam_settings().width; }
+
+bool beam_budget_spent() {
+  const double budget = beam_settings().seconds;
+  std::lock_guard lock(g_settings_mu);
+  return budget > 0 && g_budget_start && seconds_since(*g_budget_start) >= budget;
+}
+
+std::chrono::steady_clock::time_point begin_beam_budget() {
+  using Clock = std::chrono::steady_clock;
+  const double budget = beam_settings().seconds;
+  std::lock_guard lock(g_settings_mu);
+  if (!g_budget_start) g_budget_start = Clock::now();
+  if (!(budget > 0)) return Clock::time_point::max();
+  return *g_budget_start +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
+}
 
 void record_tuned(TunedKernel k) {
   std::lock_guard lock(g_settings_mu);
@@ -489,7 +508,8 @@ std::vector<std::vector<Opt>> beam_neighbours(const UOp& ast, const std::vector<
 }
 
 BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
-                       const std::function<void(int, double)>& progress) {
+                       const std::function<void(int, double)>& progress,
+                       std::chrono::steady_clock::time_point deadline) {
   BeamResult res;
   if (!kernel_vars(ast).empty() || width <= 0) {
     res.opts = res.heuristic = rt.render(ast, {.optimize = true}).opts;
@@ -619,7 +639,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
   // A candidate is kept when it is faster than the list it extends: a path that starts slower
   // than the heuristics' list (the empty list's first actions) is followed while each step pays,
   // and the search ends when no step does.
-  for (int round = 0; round < kMaxRounds; ++round) {
+  for (int round = 0; round < kMaxRounds && std::chrono::steady_clock::now() < deadline; ++round) {
     std::vector<Candidate> lists;
     auto actions = [&](const std::vector<Opt>& opts) -> const std::vector<Opt>& {
       auto [it, fresh] = actions_of.try_emplace(to_string(opts));
@@ -800,6 +820,7 @@ Beam::Beam(BeamOptions options) {
   {
     std::lock_guard lock(engine::g_settings_mu);
     saved_ = std::exchange(engine::g_override, options);
+    engine::g_budget_start.reset();
   }
   engine::clear_compiled_kernels();
 }
@@ -808,6 +829,7 @@ Beam::~Beam() {
   {
     std::lock_guard lock(engine::g_settings_mu);
     engine::g_override = saved_;
+    engine::g_budget_start.reset();
   }
   engine::clear_compiled_kernels();
 }

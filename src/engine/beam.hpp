@@ -23,6 +23,7 @@
 // the variant fastest there.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -39,6 +40,12 @@ namespace vkgrad::engine {
 // The settings in force: the innermost live vkgrad::Beam's, else BEAM=N and
 // VKGRAD_IGNORE_BEAM_CACHE (read once).
 BeamOptions beam_settings();
+// Whether BeamOptions::seconds of the options in force ran out: false before their first search
+// (begin_beam_budget starts their clock) and where they set no budget.
+bool beam_budget_spent();
+// Starts the budget's clock at the first search under the options in force (later calls leave
+// it); returns the time the budget ends (the steady clock's maximum where there is none).
+std::chrono::steady_clock::time_point begin_beam_budget();
 int beam_width();  // beam_settings().width
 
 // Records a search of this process (vkgrad::tuned_kernels()).
@@ -87,8 +94,12 @@ struct BeamResult {
 
 // `slot_bytes`: each DEFINE_GLOBAL slot's buffer size in bytes; `progress`, when set, is told
 // the candidates tried and the best time so far after each one.
-BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
-                       const std::function<void(int tried, double best_seconds)>& progress = {});
+// The search ends its rounds early, keeping the fastest list confirmed so far, once `deadline`
+// has passed (BeamOptions::seconds).
+BeamResult beam_search(
+    Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes, int width,
+    const std::function<void(int tried, double best_seconds)>& progress = {},
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 // The variants of each searched kernel of a schedule, timed where the model runs them: the whole
 // schedule runs on scratch outputs and intermediates (its inputs are read, never written) in

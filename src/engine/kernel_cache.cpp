@@ -119,13 +119,15 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
       opts.origin = "BEAM cache";
       return std::nullopt;
     }
-  if (settings.width == 0) return std::nullopt;
+  // A spent budget (BeamOptions::seconds) leaves the kernel the heuristics' list.
+  if (settings.width == 0 || beam_budget_spent()) return std::nullopt;
   std::vector<size_t> bytes;
   for (int b : k.buffers) {
     const ScheduleBuffer& sb = cs.schedule.buffers.at(static_cast<size_t>(b));
     bytes.push_back(static_cast<size_t>(sb.count) * static_cast<size_t>(sb.dtype.itemsize()));
   }
   const auto t0 = Clock::now();
+  const auto deadline = begin_beam_budget();
   const std::string name = kernel_name(k.ast);
   // The updating line only on a terminal: in a log each update would be a line of its own.
   static const bool terminal = isatty(fileno(stderr)) != 0;
@@ -135,7 +137,7 @@ std::optional<Searched> tuned_opts(const CachedSchedule& cs, const ScheduleKerne
       std::fprintf(stderr, "\r  tuning %-40s %4d tried, best %9.3f ms", name.c_str(), tried,
                    best * 1e3);
     };
-  BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress);
+  BeamResult r = beam_search(*cs.runtime, k.ast, bytes, settings.width, progress, deadline);
   const double search_seconds = ms_since(t0) / 1e3;
   // The finished search's line carries its result, so that a run cut short still tells it.
   if (settings.progress && r.searched)

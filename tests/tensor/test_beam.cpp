@@ -451,6 +451,51 @@ TEST_P(BeamTest, EachSearchIsCachedWhenItEnds) {
   EXPECT_TRUE(cached.has_value());
 }
 
+// BeamOptions::seconds: a search whose deadline has passed ends after its first candidates (the
+// roots and the heuristics' neighbours, no round), and once a budget is spent the kernels met
+// later keep the heuristics' lists, unsearched and uncached, and compute the same values.
+TEST_P(BeamTest, ASpentBudgetEndsTheSearchAndLeavesLaterKernelsTheHeuristics) {
+  const Tensor a = Tensor::empty({16, 24}, dtypes::float32, dev());
+  const Tensor b = Tensor::empty({24, 16}, dtypes::float32, dev());
+  const Kernel k = kernel_of(a.matmul(b));
+  Runtime& rt = engine::runtime_of(dev());
+  const engine::BeamResult cut =
+      engine::beam_search(rt, k.ast, k.bytes, 2, {}, std::chrono::steady_clock::now());
+  EXPECT_TRUE(cut.searched);
+  EXPECT_GT(cut.tried, 0);
+  // The roots (the empty list and the heuristics' prefixes) and the neighbours at most.
+  EXPECT_LE(
+      static_cast<size_t>(cut.tried),
+      cut.heuristic.size() + engine::beam_neighbours(k.ast, cut.heuristic, rt.target()).size());
+  EXPECT_NO_THROW(rt.compile(rt.render(k.ast, {.opts = cut.opts})));
+
+  const CacheDir cache("budget");
+  const std::vector<double> av = random_values(12 * 20, -1, 1, 13),
+                            bv = random_values(20 * 9, -1, 1, 14);
+  reset_runtime_stats();
+  std::vector<double> got;
+  {
+    const Beam beam({.width = 2, .seconds = 1e-6});
+    EXPECT_FALSE(engine::beam_budget_spent());  // its clock starts with the first search
+    got = values_of(make_tensor(av, {12, 20}, dtypes::float32, dev())
+                        .matmul(make_tensor(bv, {20, 9}, dtypes::float32, dev()))
+                        .exp()
+                        .sum(1));
+    EXPECT_TRUE(engine::beam_budget_spent());
+  }
+  EXPECT_FALSE(engine::beam_budget_spent());  // another Beam's options, another budget
+  EXPECT_EQ(runtime_stats().beam_searches, 1);
+  for (int i = 0; i < 12; ++i) {
+    double want = 0;
+    for (int j = 0; j < 9; ++j) {
+      double dot = 0;
+      for (int q = 0; q < 20; ++q) dot += av[i * 20 + q] * bv[q * 9 + j];
+      want += std::exp(dot);
+    }
+    EXPECT_NEAR(got[static_cast<size_t>(i)], want, 1e-4 * std::abs(want));
+  }
+}
+
 TEST_P(BeamTest, ACorruptDatabaseIsRebuiltWithAWarning) {
   const CacheDir cache("corrupt");
   std::ofstream(cache.path() / "beam.db") << std::string(4096, 'x');

@@ -22,6 +22,7 @@
 #include "bench/harness.hpp"
 #include "bench/suite.hpp"
 #include "cli/run.hpp"
+#include "engine/beam.hpp"
 #include "ir/interp.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -68,6 +69,9 @@ void print_usage(std::FILE* to) {
              "  --beam N          search kernels with a beam of N (tune: default 2; bench:\n"
              "                    the heuristics' and the tuned figures side by side, 5\n"
              "                    alternating runs of each case)\n"
+             "  --seconds S       tune: search for at most S seconds of wall time (the search\n"
+             "                    under way ends with its best list so far; kernels met later\n"
+             "                    keep their cached lists or the heuristics')\n"
              "  --only A,B,...    run only these cases (comma-separated):\n"
              "{}"
              "\n"
@@ -197,10 +201,11 @@ std::string upper(std::string s) {
 struct CliOptions {
   bench::Options bench;
   std::string json_path;
-  int beam = -1;  // --beam N; -1: not given
+  int beam = -1;       // --beam N; -1: not given
+  double seconds = 0;  // tune --seconds S; 0: not given
 };
 
-// `cmd`'s options (--device, --only, and --json and --beam where `cmd` takes them); returns an
+// `cmd`'s options (--device, --only, --beam, --json for bench, --seconds for tune); returns an
 // exit status when they are wrong or help was asked for.
 std::optional<int> parse_options(std::string_view cmd, const std::vector<std::string_view>& args,
                                  CliOptions& out) {
@@ -214,7 +219,7 @@ std::optional<int> parse_options(std::string_view cmd, const std::vector<std::st
     std::string_view name = arg.substr(0, arg.find('='));
     std::optional<std::string> value;
     if (name != "--device" && name != "--only" && name != "--beam" &&
-        !(name == "--json" && cmd == "bench"))
+        !(name == "--json" && cmd == "bench") && !(name == "--seconds" && cmd == "tune"))
       return usage_error(fmt::format("{}: unknown option '{}'", cmd, arg));
     if (name.size() < arg.size())
       value = std::string(arg.substr(name.size() + 1));
@@ -233,6 +238,13 @@ std::optional<int> parse_options(std::string_view cmd, const std::vector<std::st
         return usage_error(
             fmt::format("{}: --beam takes a width from 1 to 64, not '{}'", cmd, *value));
       out.beam = static_cast<int>(n);
+    } else if (name == "--seconds") {
+      char* end = nullptr;
+      const double s = std::strtod(value->c_str(), &end);
+      if (*end != '\0' || !(s > 0) || s > 1e7)
+        return usage_error(
+            fmt::format("{}: --seconds takes a positive number of seconds, not '{}'", cmd, *value));
+      out.seconds = s;
     } else {
       const std::vector<std::string>& known = bench::case_names();
       size_t start = 0;
@@ -364,9 +376,11 @@ int tune_command(const std::vector<std::string_view>& args) {
   const int width = options.beam > 0 ? options.beam : 2;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<bench::CaseResult> results;
+  bool budget_spent = false;
   {
-    Beam beam({.width = width, .progress = true});
+    Beam beam({.width = width, .progress = true, .seconds = options.seconds});
     results = bench::run_suite(options.bench);
+    budget_spent = options.seconds > 0 && engine::beam_budget_spent();
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::vector<TunedKernel> tuned = tuned_kernels();
@@ -394,6 +408,11 @@ int tune_command(const std::vector<std::string_view>& args) {
       "{} kernels searched (BEAM={}) in {:.1f} s; their device time per launch, in the model: "
       "{:.3f} -> {:.3f} ms\n",
       tuned.size(), width, total, before * 1e3, after * 1e3);
+  if (budget_spent)
+    fmt::print(
+        "the search budget of {:g} s ran out: the last search ended early and kernels met after it "
+        "kept their cached lists or the heuristics'\n",
+        options.seconds);
   // Where the heuristics already sit near what the search finds, what it does for the slowest
   // kernels, and whether any kernel came out slower.
   std::vector<const TunedKernel*> slowest;
