@@ -58,6 +58,7 @@ Memory::Memory(Device& device, Queue& queue) : device_(device), queue_(queue) {
   }
   block_type_ = static_cast<uint32_t>(type);
   coherent_ = (mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+  cached_ = (mem.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0;
   heap_size_ = mem.memoryHeaps[mem.memoryTypes[type].heapIndex].size;
   max_allocation_ = std::min(heap_size_, c.p11.maxMemoryAllocationSize);
   // Small heaps get smaller blocks, so one block never claims a large share of them.
@@ -80,8 +81,10 @@ Memory::~Memory() {
 
 std::string Memory::describe() const {
   return fmt::format("memory: {} (memory type {}, heap {} MiB), blocks of {} MiB",
-                     direct_ ? "device-local and host-visible, copies are memcpy"
-                             : "device-local, copies through a staging buffer",
+                     !direct_  ? "device-local, copies through a staging buffer"
+                     : cached_ ? "device-local and host-visible, copies are memcpy"
+                               : "device-local and host-visible, uncached: copies in are memcpy, "
+                                 "copies out through a staging buffer",
                      block_type_, heap_size_ >> 20, block_size_ >> 20);
 }
 
@@ -304,9 +307,12 @@ void Memory::ensure_staging() {
   vk_check(vkCreateBuffer(dev, &info, nullptr, &staging_), "vkCreateBuffer (staging)");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(dev, staging_, &req);
-  const int type =
-      pick_type(device_.caps.memory, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-                VK_MEMORY_PROPERTY_HOST_COHERENT_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  int type = pick_type(device_.caps.memory, req.memoryTypeBits,
+                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                       VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (type < 0)
+    type = pick_type(device_.caps.memory, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
   if (type < 0) throw DeviceError(fmt::format("{}: no host-visible memory type", device_.name()));
   staging_coherent_ = (device_.caps.memory.memoryTypes[type].propertyFlags &
                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
@@ -376,7 +382,7 @@ void Memory::read(void* dst, const Allocation& src, size_t bytes) {
     throw InternalError(fmt::format("{}: copy_out of {} bytes from a buffer of {}", device_.name(),
                                     bytes, src.size));
   const Block& b = *src.block;
-  if (direct_) {
+  if (direct_ && cached_) {
     invalidate(b, src.offset, bytes);
     std::memcpy(dst, b.mapped + src.offset, bytes);
     return;

