@@ -347,20 +347,30 @@ BeamOptions beam_settings() {
 
 int beam_width() { return beam_settings().width; }
 
+namespace {
+
+// When a budget of `budget` seconds ends (under g_settings_mu): the clock's maximum where there
+// is none or its clock has not started.
+std::chrono::steady_clock::time_point budget_end(double budget) {
+  using Clock = std::chrono::steady_clock;
+  if (!(budget > 0) || !g_budget_start) return Clock::time_point::max();
+  return *g_budget_start +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
+}
+
+}  // namespace
+
 bool beam_budget_spent() {
   const double budget = beam_settings().seconds;
   std::lock_guard lock(g_settings_mu);
-  return budget > 0 && g_budget_start && seconds_since(*g_budget_start) >= budget;
+  return std::chrono::steady_clock::now() >= budget_end(budget);
 }
 
 std::chrono::steady_clock::time_point begin_beam_budget() {
-  using Clock = std::chrono::steady_clock;
   const double budget = beam_settings().seconds;
   std::lock_guard lock(g_settings_mu);
-  if (!g_budget_start) g_budget_start = Clock::now();
-  if (!(budget > 0)) return Clock::time_point::max();
-  return *g_budget_start +
-         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget));
+  if (!g_budget_start) g_budget_start = std::chrono::steady_clock::now();
+  return budget_end(budget);
 }
 
 void record_tuned(TunedKernel k) {

@@ -380,7 +380,7 @@ int tune_command(const std::vector<std::string_view>& args) {
   {
     Beam beam({.width = width, .progress = true, .seconds = options.seconds});
     results = bench::run_suite(options.bench);
-    budget_spent = options.seconds > 0 && engine::beam_budget_spent();
+    budget_spent = engine::beam_budget_spent();
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::vector<TunedKernel> tuned = tuned_kernels();
@@ -410,8 +410,8 @@ int tune_command(const std::vector<std::string_view>& args) {
       tuned.size(), width, total, before * 1e3, after * 1e3);
   if (budget_spent)
     fmt::print(
-        "the search budget of {:g} s ran out: the last search ended early and kernels met after it "
-        "kept their cached lists or the heuristics'\n",
+        "the search budget of {:g} s ran out: a search under way then ended after its round, and "
+        "kernels met later kept their cached lists or the heuristics'\n",
         options.seconds);
   // Where the heuristics already sit near what the search finds, what it does for the slowest
   // kernels, and whether any kernel came out slower.
