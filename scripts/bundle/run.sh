@@ -50,11 +50,11 @@ t=$(left 180 380)
   done
   timeout "$t" "$here/test_vk" > "$out/vk.log" 2>&1 &
   BEAM=2 timeout "$t" "$here/test_tensor" --gtest_filter='*BeamEnv.*' > "$out/beam.log" 2>&1 &
-  VKGRAD_VK_DISABLE=fp64 timeout "$t" "$here/test_tensor" \
+  VKGRAD_VK_DISABLE=float64 timeout "$t" "$here/test_tensor" \
     --gtest_filter='VulkanMath.*:VulkanNoFloat64.*' > "$out/no_fp64.log" 2>&1 &
   VKGRAD_VK_QUIRKS=narrowing_cast,inexact_division timeout "$t" "$here/test_tensor" \
     --gtest_filter='*CoreTest*VULKAN*:*MathTest*VULKAN*' > "$out/forced_quirks.log" 2>&1 &
-  VKGRAD_VK_DISABLE=texel timeout "$t" "$here/test_tensor" \
+  VKGRAD_VK_DISABLE=texel_loads timeout "$t" "$here/test_tensor" \
     --gtest_filter='*CoreTest*VULKAN*:*NnTest*VULKAN*:*ReduceTest*VULKAN*:*JitTest*VULKAN*' \
     > "$out/storage_loads.log" 2>&1 &
   NOOPT=1 timeout "$t" "$here/test_tensor" \

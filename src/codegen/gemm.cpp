@@ -1,6 +1,6 @@
 // codegen: the GEMM plan (see gemm.hpp). The blocking follows BLIS: an mr x nr register tile
-// (nr two vectors wide, or four where that pads no more columns; mr Target::gemm_rows, or what
-// the rest of the register file holds, keeping a few registers for B's vectors and addresses;
+// (nr two vectors wide, or four where that pads no more columns; mr TuningProfile::gemm_rows, or
+// what the rest of the register file holds, keeping a few registers for B's vectors and addresses;
 // the rows are then spread evenly over the panels), k blocks of kc that keep one B micro panel
 // (kc x nr) in L1, A blocks of mc x kc in a quarter of L2, and B packed for all of k in blocks
 // of up to nc columns within the target's panel budget. On AVX-512 (32 registers of 16 floats,
@@ -32,7 +32,7 @@ constexpr int64_t kMinColumns = 64, kMinRows = 32;
 constexpr int64_t kGemmMinWork = int64_t{1} << 20;
 // A batch this long is split across threads (a few CPUs, each given several batch elements).
 constexpr int64_t kGemmMinSplitBatch = 8;
-// B's strip of nr columns over all of k may take this many times Target::panel_bytes.
+// B's strip of nr columns over all of k may take this many times TuningProfile::panel_bytes.
 constexpr int64_t kMaxStripScale = 16;
 // A is read where it lies (GemmPlan::a_rows) when at most this many strips of columns, two
 // vectors wide, would reuse a packed copy: packing moves an element of A per 2 N flops, a scalar
@@ -58,8 +58,9 @@ Blocking blocking(const Target& t) {
   Blocking b;
   b.vector = t.vector_floats;
   b.nr = 2 * b.vector;
-  b.mr = t.gemm_rows > 0 ? t.gemm_rows : std::max<int64_t>(1, (t.vector_registers - 8) / 2);
-  b.panel_floats = t.panel_bytes / 4;
+  b.mr = t.tuning.gemm_rows > 0 ? t.tuning.gemm_rows
+                                : std::max<int64_t>(1, (t.vector_registers - 8) / 2);
+  b.panel_floats = t.tuning.panel_bytes / 4;
   b.max_nc = 32 * b.nr;
   return b;
 }

@@ -4,8 +4,8 @@
 // kernels get nothing, unless their innermost axes are shorter than 8: those are upcast whole, up
 // to 16 values; unrolling a long fused chain would only multiply the compile time):
 //   a large float32 matmul-like kernel on a target with a GEMM lowering: GEMM; a stride-1 3 x 3
-//                convolution with at least Target::winograd_min_tiles 2 x 2 output tiles in its
-//                batch (one 32 x 32 output; Zen 4's 28 x 28, AVX2's 14 x 14), 64 per image at
+//                convolution with at least TuningProfile::winograd_min_tiles 2 x 2 output tiles in
+//                its batch (one 32 x 32 output; Zen 4's 28 x 28, AVX2's 14 x 14), 64 per image at
 //                least (16 x 16) or that minimum where it is less, as Winograd F(2 x 2, 3 x 3),
 //                GEMM(3, 0)
 //                (b32 64 -> 64 at 56 x 56: 26.6 -> 18.5 ms; ResNet-18's 56 x 56 convs 1.55 -> 1.33
@@ -31,9 +31,9 @@
 //   few outputs, long reductions (outputs < 4096, or < 65536 without reuse, < 64 on a device
 //                 that runs on the CPU; reduce size >= 256, shared memory): GROUP, one workgroup
 //                 of up to 256 lanes per output, fewer where shared memory is short. On a GPU
-//                 (Target::min_invocations), below that many outputs: reductions of 128 steps
-//                 without reuse (two steps a lane at least), and matmuls (not convolutions) of
-//                 256 over a subgroup's 32 or 64 lanes.
+//                 (TuningProfile::min_invocations), below that many outputs: reductions of 128
+//                 steps without reuse (two steps a lane at least), and matmuls (not convolutions)
+//                 of 256 over a subgroup's 32 or 64 lanes.
 //   other reductions: the innermost reduce axis by 4 where a load runs along it (UNROLL: vec4
 //                 loads, one accumulator) (lavapipe, sum 16M: 4.1 -> 9.6 GB/s; softmax 4096^2:
 //                 62 -> 47 ms); on a device that runs on the CPU, a pool's short window gives
@@ -44,18 +44,18 @@
 //                 loads along the innermost axis ignore where there is one (a matmul's rows, a
 //                 conv's output channels, not its output rows: every load then feeds 8
 //                 multiply-adds) (lavapipe: naive 2.1 GFLOPS, 4x4 tile 12, 8x8 tile 31; a
-//                 matmul's 16 x 4 where the lanes share A's loads, Target::shuffle_uniform_loads),
-//                 on a GPU no larger than leaves it Target::min_invocations invocations (a
-//                 convolution) or a sixteenth of that (a plain matmul, a short reduction), and
-//                 for a GPU convolution whose columns stride through its input (stride 2) along
-//                 the output channels alone; the
+//                 matmul's 16 x 4 where the lanes share A's loads,
+//                 TuningProfile::share_uniform_loads), on a GPU no larger than leaves it
+//                 TuningProfile::min_invocations invocations (a convolution) or a sixteenth of that
+//                 (a plain matmul, a short reduction), and for a GPU convolution whose columns
+//                 stride through its input (stride 2) along the output channels alone; the
 //                 reduction by 4 as above (a matmul's A along k: 0.75 -> 1.0x the hand-written
 //                 8x8 shader); then LOCAL lanes along the axes the other operand's loads ignore,
 //                 so that its loads are uniform per workgroup (the grid's coordinates), for a
 //                 convolution where lanes share such loads through shuffles (lavapipe 22) a
 //                 whole subgroup of them (whole_subgroup_lanes); or, on a
-//                 GPU with shared tiles (Target::shared_tiles) and one reduce axis, lanes along
-//                 both tiled axes and the reduction staged through shared memory (Opt STAGE;
+//                 GPU with shared tiles (TuningProfile::stage_tiles) and one reduce axis, lanes
+//                 along both tiled axes and the reduction staged through shared memory (Opt STAGE;
 //                 H100: matmul 2048 18 -> 25 TFLOPS, 1024 15 -> 18, the MLP training step under
 //                 Jit 0.52 -> 0.33 ms). On a device that runs on the CPU, a convolution's tile
 //                 is filled to 64 values with its rows and its window's short last axis
@@ -73,8 +73,6 @@
 namespace vkgrad {
 namespace {
 
-// Winograd's 2 x 2 output tiles per image, at least (a 16 x 16 output).
-constexpr int64_t kWinogradMinImageTiles = 64;
 // Outputs that share one evaluation of a kernel's dividing index math (costly_index_math).
 constexpr int64_t kSharedIndexValues = 16;
 // ... in reductions of at most this many steps (a fold sums a few windows' terms).
@@ -94,8 +92,9 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
     // own transforms pay from a 16 x 16 output (a training batch of 16 at 16 x 16: 6.4 -> 4.5
     // ms; at 8 x 8 it lost, 6.2 -> 8.1), or from the target's minimum where that is less.
     const int64_t tiles = winograd_tiles(*plan);
-    const bool winograd = tiles >= std::min(kWinogradMinImageTiles, target.winograd_min_tiles) &&
-                          tiles * prod_sizes(plan->batch) >= target.winograd_min_tiles;
+    const bool winograd = tiles >= std::min(target.tuning.winograd_min_image_tiles,
+                                            target.tuning.winograd_min_tiles) &&
+                          tiles * prod_sizes(plan->batch) >= target.tuning.winograd_min_tiles;
     return {{OptOp::GEMM, winograd ? 3 : 0, 0}};
   }
   const RangeInfo info = collect_ranges(ast);
@@ -183,7 +182,7 @@ std::vector<Opt> c_opts(const UOp& ast, const Target& target) {
 
 // A GPU with shared memory: a matmul-like kernel's register tile of 16 values or more, over its
 // innermost output axis and `second`, gets a workgroup of lanes along both (16 x 16 where the
-// grid keeps Target::min_invocations / 512 workgroups, else 8 x 8), and its one reduction is
+// grid keeps TuningProfile::min_invocations / 512 workgroups, else 8 x 8), and its one reduction is
 // staged 16 steps at a time, or 8 where shared memory is short (Opt STAGE after the vec4 UNROLL
 // by 4, or alone): each step the workgroup copies its rows' A tile and its columns' B tile into
 // shared memory once, where the lanes read them, instead of each lane reading its rows and
@@ -205,7 +204,7 @@ bool stage_tiles_of(const RangeInfo& info, const Target& target, int second,
       if (left[static_cast<size_t>(g)] % d == 0) return d;
     return int64_t{1};
   };
-  const int64_t most = invocations / 256 >= target.min_invocations / 512 ? 16 : 8;
+  const int64_t most = invocations / 256 >= target.tuning.min_invocations / 512 ? 16 : 8;
   const int64_t lj = lanes_along(G - 1, most), li = lanes_along(second, most);
   if (lj < 4 || li < 4 || lj * li > target.max_workgroup_invocations) return false;
   const bool vec4 =
@@ -255,7 +254,8 @@ std::optional<Opt> whole_subgroup_lanes(const RangeInfo& info, const Target& tar
                                         const Eligible& eligible) {
   const int64_t S = target.subgroup_size;
   const int G = static_cast<int>(info.globals.size());
-  if (!target.shuffle_uniform_loads || S < 2 || lanes % S == 0 || !spatial) return std::nullopt;
+  if (!target.tuning.share_uniform_loads || S < 2 || lanes % S == 0 || !spatial)
+    return std::nullopt;
   const UOp& last = info.globals.back();
   int pixel = -1;
   for (int g = G - 1; g >= 0 && pixel < 0; --g)
@@ -282,7 +282,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     // of SIMD vectors): 32 values each, in vec4s 16 lanes apart, unless the kernel is a long
     // fused chain (eight copies of it would multiply the compile time and spill registers:
     // lavapipe, 200 fused ops: 35 -> 90 ms cold, 14 -> 18 ms cached).
-    if (target.cpu_device && target.grid && (n / 4) % 128 == 0 &&
+    if (target.tuning.workgroup_as_loop && target.grid && (n / 4) % 128 == 0 &&
         toposort(ast).size() <= kShortKernel)
       opts.insert(
           opts.end(),
@@ -299,30 +299,29 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
         k > 4 && k % 4 == 0 && contiguous_along(info, info.reduces.back())) {
       opts.push_back({OptOp::UNROLL, R - 1, 4});
       // On a device that runs on the CPU, two vec4 loads per step of a lone reduction.
-      if (target.cpu_device && opts.size() == 1 && (k / 4) % 2 == 0 && k >= 64)
+      if (target.tuning.workgroup_as_loop && opts.size() == 1 && (k / 4) % 2 == 0 && k >= 64)
         opts.push_back({OptOp::UNROLL, R - 1, 2});
     }
   };
   // A device that runs on the CPU has parallelism enough from a few workgroups and pays for
   // every barrier: it groups only reductions to fewer outputs than that. A GPU needs tens of
-  // thousands of lanes in flight (Target::min_invocations): below that many outputs a reduction
-  // of 128 steps or more without reuse (softmax's rows, a norm) groups its steps over up to 256
-  // lanes, two steps each at least (H100, softmax 4096^2: 0.57 -> 0.18 ms; the encoder's
+  // thousands of lanes in flight (TuningProfile::min_invocations): below that many outputs a
+  // reduction of 128 steps or more without reuse (softmax's rows, a norm) groups its steps over up
+  // to 256 lanes, two steps each at least (H100, softmax 4096^2: 0.57 -> 0.18 ms; the encoder's
   // attention rows of 128: 1.7-2.6x), and a matmul of 256 steps or more over a subgroup's 32
   // (or 64) lanes instead of register tiles its few outputs would leave to a few thousand
   // invocations (the encoder's FFN projections, 128 x 256 outputs: 2-5x, what BEAM found); not
   // a convolution (ResNet-50 under Jit: 3.3 -> 6.4 ms grouped). Without the minimum, matmul-like
   // kernels keep their register tiles from 4096 outputs.
   const bool reused = G > 0 && reuses_product(ast, info.globals.back());
-  const bool gpu = !target.cpu_device && target.min_invocations > 0;
+  const bool gpu = !target.tuning.workgroup_as_loop && target.tuning.min_invocations > 0;
   // Several reduce axes, or several output axes and a reduction of 128 or more (an NCHW 1 x 1
-  // conv): a convolution, whose register tiles already leave Target::min_invocations
+  // conv): a convolution, whose register tiles already leave TuningProfile::min_invocations
   // invocations (below).
   const bool conv_like = info.reduces.size() > 1 || (G > 2 && prod_sizes(info.reduces) >= 128);
-  const int64_t group_below = target.cpu_device   ? 64
-                              : gpu && !conv_like ? target.min_invocations
-                              : reused            ? 4096
-                                                  : 65536;
+  const int64_t group_below = gpu && !conv_like ? target.tuning.min_invocations
+                              : reused          ? target.tuning.group_reused_below
+                                                : target.tuning.group_below;
   const int64_t steps = prod_sizes(info.reduces);
   if (target.local_memory && prod_sizes(info.globals) < group_below &&
       steps >= (gpu && !reused ? 128 : 256) && reductions_span_all_axes(ast)) {
@@ -341,7 +340,8 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     // at most) gives each invocation 4 neighbouring outputs where they divide, their windows'
     // loads overlapping (lavapipe, ResNet's 3 x 3 max pool at stride 2: 1.67 -> 1.10 ms, what
     // BEAM found; a global average pool's 7 x 7 is the same either way).
-    if (target.cpu_device && info.reduces.size() >= 2 && steps <= 64 && n > 0 && n % 4 == 0)
+    if (target.tuning.workgroup_as_loop && info.reduces.size() >= 2 && steps <= 64 && n > 0 &&
+        n % 4 == 0)
       opts.push_back({OptOp::UPCAST, G - 1, 4});
     unroll_by_4(opts);
     return opts;
@@ -361,15 +361,16 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   for (const UOp& g : info.globals) left.push_back(range_size(g));
   std::vector<Opt> opts;
   // A GPU must keep its cores busy: the register tile holds at most the values that leave
-  // Target::min_invocations invocations for a convolution-like kernel (several reduce axes, or
-  // several output axes and a reduction of 128 or more: an NCHW 1 x 1 conv), a sixteenth of that
+  // TuningProfile::min_invocations invocations for a convolution-like kernel (several reduce axes,
+  // or several output axes and a reduction of 128 or more: an NCHW 1 x 1 conv), a sixteenth of that
   // for a plain matmul or a short reduction, whose operand reuse counts for more. H100, against
   // the full 8 x 8 tiles: ResNet-18 4.9 -> 1.9 ms, ResNet-50 8.3 -> 3.3, the BERT-style encoder
   // 1.47 -> 1.0 (its 32K-output matmuls keep 8 values per invocation; with one they take 1.8x
   // as long); the 7 x 7 x 512 convs had 448 invocations of 8 x 7 outputs, leaving 118 of 132
   // multiprocessors idle.
   const int64_t outputs = prod_sizes(info.globals);
-  const int64_t fill = conv_like ? target.min_invocations : target.min_invocations / 16;
+  const int64_t fill =
+      conv_like ? target.tuning.min_invocations : target.tuning.min_invocations / 16;
   int64_t tile = kMaxUpcast;  // values per invocation the upcasts may still take
   if (fill > 0 && outputs > 0) tile = std::max<int64_t>(1, outputs / fill);
   auto upcast = [&](int g, int64_t f) {
@@ -408,7 +409,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
                          [&](const UOp& idx) { return !mentions(idx, g); });
     });
   };
-  const bool tall = target.shuffle_uniform_loads && !conv_like && partial_axes() <= 1;
+  const bool tall = target.tuning.share_uniform_loads && !conv_like && partial_axes() <= 1;
   if (!strided && n > 0 && n % 4 == 0 && tile >= 4) {
     upcast(G - 1, 4);
     if (n % 8 == 0 && tile >= 2 && !tall) upcast(G - 1, 2);
@@ -435,7 +436,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     if (c >= 512 && c % 64 == 0) opts.push_back({OptOp::UNROLL, 0, 8});
     return opts;
   }
-  if (second >= 0 && target.shared_tiles && info.reduces.size() == 1) {
+  if (second >= 0 && target.tuning.stage_tiles && info.reduces.size() == 1) {
     std::vector<Opt> staged = opts;
     if (stage_tiles_of(info, target, second, left, staged)) return staged;
   }
@@ -446,8 +447,8 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // the lanes share uniform loads through shuffles, a 1 x 1 convolution's tile too (what BEAM
   // found for ResNet-50's at 28 x 28: 1.18-1.33x each, in one process).
   bool strided_window = false;  // a stride-2 window's channel tile taken 4 times (below)
-  if (target.cpu_device && second >= 0 &&
-      (info.reduces.size() > 1 || (target.shuffle_uniform_loads && spatial))) {
+  if (target.tuning.workgroup_as_loop && second >= 0 &&
+      (info.reduces.size() > 1 || (target.tuning.share_uniform_loads && spatial))) {
     int64_t values = 1;
     for (const Opt& o : opts) values *= o.amount;
     for (int g = G - 2; g >= 0 && values <= 32; --g)
@@ -465,15 +466,15 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
     // not offered the channels (lavapipe, what BEAM found, each kernel timed in one process
     // against the unrolled list: ResNet's stride-2 3 x 3s at 28 x 28 1.23-1.31x, 14 x 14 1.31x,
     // 7 x 7 1.07-1.10x; MobileNetV2's stem 1.52x; at stride 1 the same tile is 0.94-1.01x).
-    strided_window = target.shuffle_uniform_loads && R > 1 && k <= 3 && values * 4 <= kMaxUpcast &&
-                     left[static_cast<size_t>(second)] % 4 == 0 &&
+    strided_window = target.tuning.share_uniform_loads && R > 1 && k <= 3 &&
+                     values * 4 <= kMaxUpcast && left[static_cast<size_t>(second)] % 4 == 0 &&
                      !summed_contiguous_along(info, last) &&
                      reuses_across(info, last, info.globals[second]);
     if (strided_window) upcast(second, 4);
     // Where the lanes share uniform loads through shuffles, a wider window's last axis (a stem's
     // 7) is unrolled too, the channels' tile halved until the values fit (lavapipe, ResNet's
     // 7 x 7 stem: 19.0 -> 11.2 ms in one process; what BEAM found, 13.9, was near).
-    if (target.shuffle_uniform_loads && R > 1 && k > 3 && k <= 7)
+    if (target.tuning.share_uniform_loads && R > 1 && k > 3 && k <= 7)
       for (Opt& o : opts)
         while (o.op == OptOp::UPCAST && o.axis == second && o.amount % 2 == 0 &&
                values * k > kMaxUpcast) {
@@ -481,7 +482,7 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
           values /= 2;
           left[static_cast<size_t>(second)] *= 2;
         }
-    if (!strided_window && k > 1 && k <= (target.shuffle_uniform_loads && R > 1 ? 7 : 3) &&
+    if (!strided_window && k > 1 && k <= (target.tuning.share_uniform_loads && R > 1 ? 7 : 3) &&
         values * k <= kMaxUpcast)
       opts.push_back({OptOp::UNROLL, R - 1, k});
   }
@@ -495,9 +496,9 @@ std::vector<Opt> gpu_opts(const UOp& ast, const Target& target) {
   // with 28 lanes over columns and rows, 4.4 with the columns' 2 lanes, 9.3 with the rows' 14).
   int64_t lanes = 1;
   const int64_t budget = std::min<int64_t>(64, target.max_workgroup_invocations);
-  const int max_dims = target.cpu_device ? 1 : 3;
+  const int max_dims = target.tuning.workgroup_as_loop ? 1 : 3;
   int64_t least = 2;
-  if (target.cpu_device)
+  if (target.tuning.workgroup_as_loop)
     for (int g = 0; g < G; ++g)
       if (eligible(g) && left[static_cast<size_t>(g)] >= 4) least = 4;
   int dims = 0;

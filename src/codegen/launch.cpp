@@ -8,7 +8,8 @@
 //   range then reads the same element in every invocation of a workgroup: a matmul's or a
 //   conv's weights, uniform where the heuristics put the output channels on the grid, which a
 //   GPU serves as one broadcast access. lavapipe 22 fetches such a texel once per lane; there
-//   the lanes load one element each and share them by shuffles (Target::shuffle_uniform_loads).
+//   the lanes load one element each and share them by shuffles
+//   (TuningProfile::share_uniform_loads).
 // - Otherwise every range is a digit of one flat invocation index, so the workgroup is
 //   one-dimensional: local_size = {X, 1, 1}, X = 64 (a multiple of every common subgroup size)
 //   halved while half still covers the whole index space; a grouped reduction gives each
@@ -138,7 +139,7 @@ UOp gpu_dims(const UOp& kernel, const Target& target) {
 }
 
 void plan_texels(const UOp& kernel, const Target& target, Program& p) {
-  if (!target.texel_loads) return;
+  if (!target.tuning.texel_loads) return;
   std::map<int64_t, ScalarType> slots;
   std::set<int64_t> scalars, vectors;  // the slots read as scalars, as vec4s
   for (const UOp& u : toposort(kernel))
@@ -157,7 +158,8 @@ void plan_texels(const UOp& kernel, const Target& target, Program& p) {
                 : s == ScalarType::int32  ? (vecs ? T::int32x4 : T::int32)
                 : s == ScalarType::uint32 ? (vecs ? T::uint32x4 : T::uint32)
                                           : T::none;
-    if (slot == 0 || (scalar && vecs) || t == T::none || (scalar && !target.texel_scalar_loads))
+    if (slot == 0 || (scalar && vecs) || t == T::none ||
+        (scalar && !target.tuning.texel_scalar_loads))
       continue;
     p.texel.resize(n, T::none);
     p.texel[static_cast<size_t>(slot)] = t;

@@ -49,7 +49,7 @@ struct LinearizeOptions {
   // per row of A's tile.
   bool preload = false;
   // GLSL whose subgroups' first `shuffle_lanes` lanes are active in every subgroup (0: off;
-  // Target::shuffle_uniform_loads): a preloaded array whose loads are the same in every lane
+  // TuningProfile::share_uniform_loads): a preloaded array whose loads are the same in every lane
   // (they mention no lane index) is loaded one element per lane, element e by lane
   // e % shuffle_lanes, and handed round with subgroupShuffle (lavapipe serves each lane's load
   // of a shared address as a load of its own).

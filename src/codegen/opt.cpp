@@ -188,22 +188,20 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
 
 std::string target_key(const Target& t) {
   return fmt::format(
-      "{} v{}x{} l1 {} l2 {} panel {} gemm {} rows {} winograd {} threads {} local {} tiles {} "
-      "grid {} cpu {} "
-      "subgroup "
-      "{} {} "
-      "wg {} {},{},{} groups {},{},{} shared {} push {} s8 {} s16 {} i64 {} f64 {} native {}{}{} "
-      "{}{}{} narrowing {} widening {} nan {} div {} fma {} fill {} texel {}{} shuffle {}",
-      t.language == Target::Language::c ? "c" : "glsl", t.vector_floats, t.vector_registers,
-      t.l1_bytes, t.l2_bytes, t.panel_bytes, t.gemm, t.gemm_rows, t.winograd_min_tiles, t.threads,
-      t.local_memory, t.shared_tiles, t.grid, t.cpu_device, t.subgroup_size, t.subgroup_arithmetic,
-      t.max_workgroup_invocations, t.max_workgroup_size[0], t.max_workgroup_size[1],
-      t.max_workgroup_size[2], t.max_group_count[0], t.max_group_count[1], t.max_group_count[2],
-      t.max_shared_bytes, t.max_push_bytes, t.storage8, t.storage16, t.int64, t.float64,
-      t.native32.exp2, t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2,
+      "{} kind {} isa {} {} vendor {} driver {} per-lane {} v{}x{} l1 {} l2 {} gemm {} threads {} "
+      "local {} grid {} subgroup {} {} {} texel {} wg {} {},{},{} groups {},{},{} shared {} push "
+      "{} s8 {} s16 {} i64 {} f64 {} native {}{}{} {}{}{} narrowing {} widening {} nan {} div {} "
+      "fma {} tuning {}",
+      t.language == Target::Language::c ? "c" : "glsl", static_cast<int>(t.kind),
+      static_cast<int>(t.isa), t.amd_family, t.vendor_id, t.driver_id, t.per_lane_uniform_loads,
+      t.vector_floats, t.vector_registers, t.l1_bytes, t.l2_bytes, t.gemm, t.threads,
+      t.local_memory, t.grid, t.subgroup_size, t.subgroup_arithmetic, t.subgroup_shuffle,
+      t.texel_buffers, t.max_workgroup_invocations, t.max_workgroup_size[0],
+      t.max_workgroup_size[1], t.max_workgroup_size[2], t.max_group_count[0], t.max_group_count[1],
+      t.max_group_count[2], t.max_shared_bytes, t.max_push_bytes, t.storage8, t.storage16, t.int64,
+      t.float64, t.native32.exp2, t.native32.log2, t.native32.sin, t.native64.exp2, t.native64.log2,
       t.native64.sin, t.opaque_narrowing, t.opaque_widening, t.preserve_nan, t.exact_division,
-      t.fused_multiply_add, t.min_invocations, t.texel_loads, t.texel_scalar_loads,
-      t.shuffle_uniform_loads);
+      t.fused_multiply_add, tuning_key(t.tuning));
 }
 
 KernelAxes kernel_axes(const UOp& ast) {

@@ -20,10 +20,10 @@ std::vector<VarArg> var_args(const UOp& ast) {
 // LinearizeOptions::shuffle_lanes for a kernel on a target that shares uniform loads through
 // shuffles, launched on a grid (no lane returns early): a subgroup's lanes, or, where the
 // workgroup's x size is no whole number of subgroups, the lanes active in the last subgroup of
-// each row (its x size modulo the subgroup's: Target::shuffle_uniform_loads); else 0.
+// each row (its x size modulo the subgroup's: TuningProfile::share_uniform_loads); else 0.
 int64_t shuffle_lanes(const std::vector<UOp>& nodes, const Target& target, const Program& p) {
   const int64_t s = target.subgroup_size, x = p.local_size[0];
-  if (!target.shuffle_uniform_loads || s < 2) return 0;
+  if (!target.tuning.share_uniform_loads || s < 2) return 0;
   for (const UOp& u : nodes)
     if (u.op() == Ops::SPECIAL && u.arg_as<std::string>().rfind("gidx", 0) != 0 &&
         u.arg_as<std::string>().rfind("lidx", 0) != 0)

@@ -1,10 +1,15 @@
-// codegen: what a device offers the code generator — one description for every backend. The
-// runtime fills it (src/cpu for the host's C compiler, src/vk from the Vulkan device's features
-// and limits); the heuristics, apply_opts and the lowering passes read it, so no pass names a
-// backend or bakes in a machine's constants. Depends on nothing.
+// codegen: what a device is, as the code generator sees it — one description for every backend.
+// Facts only: the runtime fills them from queries and probes (src/cpu from the host's CPUID and
+// C compiler, src/vk from the Vulkan device's features, limits and probe shaders), never from a
+// driver or version string (the one exception is src/vk/tuning.cpp's table of facts no query
+// gives). How we tune for those facts is the TuningProfile the backend chose for them
+// (tuning.hpp), carried here as `tuning`. The heuristics, apply_opts and the lowering passes read
+// both; no pass names a backend or bakes in a machine's constants. Depends on nothing.
 #pragma once
 
 #include <cstdint>
+
+#include "codegen/tuning.hpp"
 
 namespace vkgrad {
 
@@ -12,41 +17,42 @@ struct Target {
   enum class Language : uint8_t { c, glsl };
   Language language = Language::c;
 
+  // What kind of device this is; the tuning tables match on these.
+  enum class Kind : uint8_t { host, cpu, integrated_gpu, discrete_gpu, virtual_gpu, other };
+  Kind kind = Kind::host;
+  // The host CPU (C targets): its vector instruction set and, on AMD, its CPUID family (0x19:
+  // Zen 4, whose 512-bit operations go through 256-bit units).
+  enum class Isa : uint8_t { generic, sse, avx, avx512, neon };  // avx: AVX or AVX2
+  Isa isa = Isa::generic;
+  int amd_family = 0;
+  // A Vulkan device's PCI vendor and driver (VkDriverId), 0 elsewhere.
+  uint32_t vendor_id = 0, driver_id = 0;
+  // The device fetches an address that every lane of a subgroup loads once per lane (src/vk's
+  // table of facts no query gives: lavapipe before Mesa 23).
+  bool per_lane_uniform_loads = false;
+
   // Vectors: floats per vector register and how many registers (the register tiles).
   int vector_floats = 4;
   int vector_registers = 16;
   // Caches the CPU GEMM blocks for: one B micro panel in l1, an A block in l2.
   int64_t l1_bytes = 32 * 1024;
   int64_t l2_bytes = 256 * 1024;
-  // Packed operand panels may reach this many bytes per thread (B's block of all of k).
-  int64_t panel_bytes = int64_t{1} << 20;
   // The target renders a large float32 matmul-like kernel as a packed, blocked GEMM (Opt GEMM).
   bool gemm = false;
-  // Rows of the GEMM's register tile; 0: what the vector registers hold beside a few for the
-  // other operand and addresses.
-  int gemm_rows = 0;
-  // A stride-1 3 x 3 convolution over at least this many 2 x 2 output tiles, its batch's images
-  // together, runs as Winograd F(2 x 2, 3 x 3) (Opt GEMM(3, r)): 2.25x fewer multiply-adds for
-  // transforms that pay where multiply-adds are dear. Each image needs 64 tiles (16 x 16 outputs)
-  // for its own transforms to pay, or this many where it is less.
-  int64_t winograd_min_tiles = 256;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
-  bool threads = false;       // GPU-style launch (SPECIAL indices, workgroups, a grid)
-  bool local_memory = false;  // shared memory and barriers: grouped reductions (Opt GROUP)
-  // The heuristics stage a matmul's operand tiles in shared memory (Opt STAGE; a search may
-  // still try it where this is off).
-  bool shared_tiles = false;
+  bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
+  bool local_memory = false;   // shared memory and barriers: grouped reductions (Opt GROUP)
   bool grid = false;           // multi-dimensional workgroups on a 3-D grid (Opt LOCAL)
-  bool cpu_device = false;     // the device is a CPU (lavapipe): a workgroup is a loop of SIMD
-                               // vectors, so the heuristics keep workgroups small
   uint32_t subgroup_size = 1;  // invocations per subgroup (SIMD width on a CPU device)
   // subgroupAdd in compute shaders: a grouped 32-bit sum folds within each subgroup, then the
   // subgroups' partial sums in shared memory (one barrier instead of a tree of them).
   bool subgroup_arithmetic = false;
-  // Invocations a launch needs to keep every core busy (a GPU's multiprocessors times the
-  // subgroups each needs in flight); register tiles shrink below that. 0: no minimum.
-  int64_t min_invocations = 0;
+  // subgroupShuffle in full subgroups of exactly subgroup_size lanes (TuningProfile::
+  // share_uniform_loads).
+  bool subgroup_shuffle = false;
+  // Read-only inputs may be bound as uniform texel buffers (TuningProfile::texel_loads).
+  bool texel_buffers = false;
   uint32_t max_workgroup_invocations = 1;
   uint32_t max_workgroup_size[3] = {1, 1, 1};  // per dimension (x, y, z)
   uint32_t max_group_count[3] = {1, 1, 1};
@@ -68,8 +74,8 @@ struct Target {
   };
   Native native32, native64;
 
-  // Driver workarounds (found by the runtime, src/vk/quirks.hpp). opaque_narrowing: the
-  // driver folds double(float(x)) back to x, so a float64 -> float32 cast is rendered through
+  // Driver workarounds (found by the runtime's probes, src/vk/quirks.hpp). opaque_narrowing:
+  // the driver folds double(float(x)) back to x, so a float64 -> float32 cast is rendered through
   // an integer operation its optimizer cannot see through.
   bool opaque_narrowing = false;
   // opaque_widening: the driver folds a widened 32-bit integer into an ordered compare with a
@@ -88,23 +94,9 @@ struct Target {
   // Off on the C targets, which keep every product rounded (-ffp-contract=off; their GEMM has
   // its own fma micro-kernel).
   bool fused_multiply_add = false;
-  // texel_loads: a read-only buffer of 32-bit elements that a kernel loads only as vec4s is
-  // bound as a uniform texel buffer of 128-bit texels and read with texelFetch; with
-  // texel_scalar_loads, one loaded only as scalars too (32-bit texels). On lavapipe 22.3 a
-  // storage-buffer load is a loop over the SIMD lanes with a branch per lane, a texel fetch one
-  // gather (a matmul 2-3x faster, a 3 x 3 convolution about 2x); Mesa 25's lavapipe gains as much
-  // from vec4 fetches (matmul 1024 7.3 -> 23 GFLOPS) but loses from scalar ones (ResNet-18 under
-  // Jit 0.2 -> 0.6 s: its weights' loads, the same in every lane, are cheap storage-buffer loads).
-  bool texel_loads = false;
-  bool texel_scalar_loads = false;
-  // shuffle_uniform_loads: a register array of loads that every lane of a workgroup makes at the
-  // same addresses (a matmul's or a convolution's weights with the outputs' channels on the
-  // grid) is loaded one element per lane and shared with subgroupShuffle (GLSL). The device runs
-  // a workgroup as lavapipe does: each row of its x invocations in subgroups of subgroup_size
-  // consecutive lanes, the last one with the first x % subgroup_size lanes active; the lanes
-  // that share are those. lavapipe 22.3 fetches a texel every lane reads once per lane: in the
-  // encoder's matmuls that was a sixth of their time.
-  bool shuffle_uniform_loads = false;
+
+  // How we tune for these facts: the backend's choice from its table (tuning.hpp).
+  TuningProfile tuning;
 };
 
 }  // namespace vkgrad

@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -129,10 +126,11 @@ class CpuRuntime final : public Runtime {
 
   std::string describe() const override {
     const CompilerInfo& ci = Compiler::instance().info();
-    return fmt::format("CPU: {}, {} threads; C compiler {} ({}); cache {}; float32 subnormals {}",
-                       cpu_model(), ThreadPool::global().size(),
-                       ci.path.empty() ? "none found" : ci.path, ci.version, Compiler::cache_dir(),
-                       flush_subnormals_ ? "flushed to zero" : "kept");
+    return fmt::format(
+        "CPU: {}, {} threads; C compiler {} ({}); cache {}; float32 subnormals {}; tuning {}",
+        cpu_model(), ThreadPool::global().size(), ci.path.empty() ? "none found" : ci.path,
+        ci.version, Compiler::cache_dir(), flush_subnormals_ ? "flushed to zero" : "kept",
+        describe_tuning(tuning_table(), target_.tuning));
   }
   // Freed blocks are kept by size and handed out again (as tinygrad's LRU allocator does): a
   // realize that allocates the same output sizes every step then touches no fresh pages.
@@ -296,73 +294,7 @@ std::unique_ptr<Graph> CpuRuntime::capture(std::span<const KernelLaunch> launche
   return std::make_unique<CpuGraph>(launches);
 }
 
-// The CPU family of an AMD processor (CPUID leaf 1, base plus extended family), else 0.
-int amd_family() {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return 0;
-  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
-  if (!amd || __get_cpuid(1, &a, &b, &c, &d) == 0) return 0;
-  const unsigned base = (a >> 8) & 0xfu;
-  return static_cast<int>(base == 0xfu ? base + ((a >> 20) & 0xffu) : base);
-#else
-  return 0;
-#endif
-}
-
 }  // namespace
-
-Target host_target() {
-  Target t;
-  t.language = Target::Language::c;
-  // The kernels are compiled for this CPU with 512-bit vectors preferred
-  // (-mprefer-vector-width=512): AVX-512's 32 registers of 16 floats. The GEMM's vectors are GCC
-  // vector types; tuned_host_target sizes them and the register tile for a CPU without AVX-512.
-  t.vector_floats = 16;
-  t.vector_registers = 32;
-  t.l1_bytes = 32 * 1024;
-  t.l2_bytes = 384 * 1024;
-  t.panel_bytes = int64_t{4} << 20;
-  t.gemm = true;
-  // libm's log2 and sin, and float64 exp2; float32 exp2 is our own: a libm call per element would
-  // keep the loop vectorizer from vectorizing softmax's exp.
-  t.native32 = {.exp2 = false, .log2 = true, .sin = true};
-  t.native64 = {.exp2 = true, .log2 = true, .sin = true};
-  return t;
-}
-
-Target tuned_host_target() {
-  Target t = host_target();
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) {
-    // AVX2 (or only SSE): 16 registers of 8 (4) floats. GCC would lower the 16-float vectors to
-    // pairs, and the 12 x 32 tile's 24 accumulators would take 48 of the 16 registers; a 6 x 16
-    // tile takes 12 and leaves B's two vectors and A's broadcast. On an AMD EPYC (Zen, AVX2):
-    // matmul 1024 38 -> 68 GFLOPS (OpenBLAS 69), ResNet-50 263 -> 141 ms, the encoder 31.6 ->
-    // 18.1 ms.
-    t.vector_floats = __builtin_cpu_supports("avx") ? 8 : 4;
-    t.vector_registers = 16;
-    t.gemm_rows = 6;
-    // With a quarter of AVX-512's multiply-adds per cycle, Winograd pays from a 14 x 14 output
-    // (ResNet-50's 3 x 3 convolutions there 3.92 -> 2.97 ms, at 28 x 28 3.54 -> 2.64: BEAM's
-    // finding on that EPYC).
-    t.winograd_min_tiles = 7 * 7;
-  } else if (amd_family() == 0x19) {
-    // AMD Zen 4 (family 19h), whose 512-bit operations go through 256-bit units: an 8 x 32 tile
-    // beats 12 x 32 (2048^3: 197 -> 208 GFLOPS; ResNet's 64-channel 3x3 convs 1.66 -> 1.48 ms),
-    // and with multiply-adds at half AVX-512's rate Winograd pays from a 28 x 28 output
-    // (ResNet-18's three 128-channel convs there 3.84 -> 2.74 ms; at 14 x 14 it still does not).
-    t.gemm_rows = 8;
-    t.winograd_min_tiles = 14 * 14;
-  }
-#elif defined(__aarch64__)
-  // NEON: 32 registers of 4 floats.
-  t.vector_floats = 4;
-  t.vector_registers = 32;
-#endif
-  return t;
-}
 
 std::unique_ptr<Runtime> make_runtime() { return make_runtime(!subnormals_from_env()); }
 std::unique_ptr<Runtime> make_runtime(bool flush_subnormals) {

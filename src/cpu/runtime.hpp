@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "codegen/target.hpp"
 #include "runtime/device.hpp"
@@ -16,11 +17,15 @@ namespace vkgrad::cpu {
 // IEEE gradual underflow. make_runtime() flushes unless VKGRAD_CPU_SUBNORMALS=1.
 std::unique_ptr<Runtime> make_runtime();
 std::unique_ptr<Runtime> make_runtime(bool flush_subnormals);
-// What the host's C compiler offers codegen (vector registers, caches, the GEMM lowering), the
-// same on every machine (the golden tests render with it).
+// What the C compiler offers codegen on a CPU with this instruction set (vector registers,
+// caches, the GEMM lowering), with the profile the CPU tuning table (target.cpp) chooses for it
+// and the AMD family (VKGRAD_TUNING forces a row).
+Target target_for(Target::Isa isa, int amd_family = 0);
+// The CPU families' tuning table, most specific first.
+std::span<const TuningRow> tuning_table();
+// target_for(AVX-512), the same on every machine (the golden tests render with it).
 Target host_target();
-// host_target() tuned for this processor (its vector registers without AVX-512, the GEMM's
-// register tile on AMD Zen 4): what the runtime renders with.
+// target_for this processor's instruction set and family: what the runtime renders with.
 Target tuned_host_target();
 
 // The backend "CPU": one device, the host, whatever else opens.

@@ -39,10 +39,10 @@ Switches read_switches() {
   Switches s;
   if (const char* on = env("VKGRAD_VK_ENABLE"))
     for (std::string_view word : words_of(on)) {
-      if (word != "shared_tiles")
+      if (word != "stage_tiles" && word != "shared_tiles")
         throw DeviceError(
-            fmt::format("VKGRAD_VK_ENABLE: unknown feature '{}' (known: shared_tiles)", word));
-      s.force_shared_tiles = true;
+            fmt::format("VKGRAD_VK_ENABLE: unknown feature '{}' (known: stage_tiles)", word));
+      s.force_stage_tiles = true;
     }
   const char* list = env("VKGRAD_VK_DISABLE");
   if (list == nullptr) return s;
@@ -55,25 +55,37 @@ Switches read_switches() {
       {"int8", &Switches::int8},
       {"int16", &Switches::int16},
       {"int64", &Switches::int64},
-      {"fp64", &Switches::fp64},
+      {"float64", &Switches::float64},
       {"storage8", &Switches::storage8},
       {"storage16", &Switches::storage16},
       {"push_descriptor", &Switches::push_descriptor},
       {"bda", &Switches::bda},
       {"timestamps", &Switches::timestamps},
       {"timeline", &Switches::timeline},
-      {"shared_reduce", &Switches::shared_reduce},
-      {"grid", &Switches::grid},
-      {"subgroup", &Switches::subgroup},
       {"update_after_bind", &Switches::update_after_bind},
       {"mapped", &Switches::mapped},
       {"spin_wait", &Switches::spin_wait},
-      {"fma", &Switches::fma},
-      {"texel", &Switches::texel},
-      {"shared_tiles", &Switches::shared_tiles},
-      {"shuffle_loads", &Switches::shuffle_loads},
+      {"local_memory", &Switches::local_memory},
+      {"grid", &Switches::grid},
+      {"subgroup_arithmetic", &Switches::subgroup_arithmetic},
+      {"fused_multiply_add", &Switches::fused_multiply_add},
+      {"texel_loads", &Switches::texel_loads},
+      {"stage_tiles", &Switches::stage_tiles},
+      {"share_uniform_loads", &Switches::share_uniform_loads},
+  };
+  // The names these switches had before they took their features' names.
+  static constexpr std::pair<std::string_view, std::string_view> kFormerNames[] = {
+      {"fp64", "float64"},
+      {"shared_reduce", "local_memory"},
+      {"subgroup", "subgroup_arithmetic"},
+      {"fma", "fused_multiply_add"},
+      {"texel", "texel_loads"},
+      {"shared_tiles", "stage_tiles"},
+      {"shuffle_loads", "share_uniform_loads"},
   };
   for (std::string_view word : words_of(list)) {
+    for (const auto& [former, name] : kFormerNames)
+      if (word == former) word = name;
     auto it = std::find_if(std::begin(kNames), std::end(kNames),
                            [&](const Named& n) { return n.name == word; });
     if (it == std::end(kNames)) {
@@ -340,47 +352,16 @@ Caps query_caps(VkPhysicalDevice pd, uint32_t instance_api, const Switches& sw) 
   c.use_fp16 = c.f12.shaderFloat16 && sw.fp16;
   c.use_int8 = c.f12.shaderInt8 && sw.int8;
   c.use_int16 = c.features.shaderInt16 && sw.int16;
-  c.use_int64 = c.features.shaderInt64 && sw.int64;
-  c.use_fp64 = c.features.shaderFloat64 && sw.fp64;
-  c.use_storage8 = c.f12.storageBuffer8BitAccess && sw.storage8;
-  c.use_storage16 = c.f11.storageBuffer16BitAccess && sw.storage16;
   c.use_push_descriptor = c.has_push_descriptor && sw.push_descriptor;
   c.use_bda = c.f12.bufferDeviceAddress && sw.bda;
   c.use_timestamps = c.timestamp_bits > 0 && c.props.limits.timestampPeriod > 0 && sw.timestamps;
   c.use_timeline = c.f12.timelineSemaphore && sw.timeline;
   c.use_update_after_bind =
       c.f12.descriptorBindingStorageBufferUpdateAfterBind && sw.update_after_bind;
-  c.use_shared_reduce = sw.shared_reduce;
-  c.use_grid = sw.grid;
-  // lavapipe runs a workgroup as a loop of SIMD vectors, and a barrier as a switch between them:
-  // its lanes share operands through the CPU's caches already.
-  c.use_shared_tiles = sw.shared_tiles && c.use_grid && c.use_shared_reduce &&
-                       (c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || sw.force_shared_tiles);
-  c.use_fma = sw.fma;
-  // lavapipe's texel fetches gather where its storage-buffer loads loop over the lanes
-  // (Target::texel_loads; scalar fetches too before Mesa 23, measured on 22.3 and 25.0; lavapipe
-  // names its Mesa version only in driverInfo, "Mesa 22.3.6 (LLVM 15.0.6)"). Graphs whose sets
-  // are updated after binding need the same for texel buffers.
-  c.use_texel_loads =
-      sw.texel && c.p12.driverID == VK_DRIVER_ID_MESA_LLVMPIPE &&
-      (!c.use_update_after_bind || c.f12.descriptorBindingUniformTexelBufferUpdateAfterBind);
-  int mesa_major = 0;
-  std::sscanf(c.p12.driverInfo, "Mesa %d", &mesa_major);
-  c.use_texel_scalars = c.use_texel_loads && mesa_major > 0 && mesa_major < 23;
-  c.use_subgroup_arithmetic =
-      sw.subgroup && (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
-      (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
-  // lavapipe 22.3 loads an address every lane shares once per lane, as a gather (its texel
-  // fetches; Mesa 23 and later serve uniform scalar loads as storage-buffer loads, one per
-  // subgroup, and were not measured with shuffles); full subgroups make every lane's share
-  // defined.
-  c.use_shuffle_loads = sw.shuffle_loads && c.use_texel_scalars && c.has_full_subgroups &&
-                        c.min_subgroup == c.max_subgroup && c.p11.subgroupSize > 1 &&
-                        (c.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
-                        (c.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
   c.use_mapped = sw.mapped;
   c.use_spin_wait = sw.spin_wait && c.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
   c.use_subgroup_extended_types = c.f12.shaderSubgroupExtendedTypes;
+  c.target = target_of(c, sw);
   return c;
 }
 
@@ -441,20 +422,19 @@ std::string describe_caps(int index, const Caps& c) {
   s += fmt::format("\n  arithmetic: fp16 {}, int8 {}, int16 {}, int64 {}, fp64 {}",
                    state(c.f12.shaderFloat16, c.use_fp16), state(c.f12.shaderInt8, c.use_int8),
                    state(c.features.shaderInt16, c.use_int16),
-                   state(c.features.shaderInt64, c.use_int64),
-                   state(c.features.shaderFloat64, c.use_fp64));
+                   state(c.features.shaderInt64, c.target.int64),
+                   state(c.features.shaderFloat64, c.target.float64));
   s += fmt::format(", NaN-preserving float32 {}, fused multiply-add sums {}",
                    c.p12.shaderSignedZeroInfNanPreserveFloat32 ? "yes" : "no",
-                   c.use_fma ? "yes" : "off (VKGRAD_VK_DISABLE)");
+                   c.target.fused_multiply_add ? "yes" : "off (VKGRAD_VK_DISABLE)");
+  s += fmt::format("\n  tuning {}", describe_tuning(tuning_table(), c.target.tuning));
   s += fmt::format("\n  inputs read through texel buffers {}",
-                   c.use_texel_scalars ? "yes (vec4s and scalars)"
-                   : c.use_texel_loads ? "yes (vec4s)"
-                   : c.p12.driverID != VK_DRIVER_ID_MESA_LLVMPIPE
-                       ? "no (storage buffers: not lavapipe)"
-                       : "off (VKGRAD_VK_DISABLE)");
+                   c.target.tuning.texel_scalar_loads ? "yes (vec4s and scalars)"
+                   : c.target.tuning.texel_loads      ? "yes (vec4s)"
+                                                      : "no (storage buffers)");
   s += fmt::format("\n  storage: 8-bit {}, 16-bit {}",
-                   state(c.f12.storageBuffer8BitAccess, c.use_storage8),
-                   state(c.f11.storageBuffer16BitAccess, c.use_storage16));
+                   state(c.f12.storageBuffer8BitAccess, c.target.storage8),
+                   state(c.f11.storageBuffer16BitAccess, c.target.storage16));
   s += fmt::format("\n  subgroups: size {}", c.p11.subgroupSize);
   if (c.min_subgroup != 0 && c.min_subgroup != c.max_subgroup)
     s += fmt::format(" ({}..{})", c.min_subgroup, c.max_subgroup);
@@ -463,10 +443,9 @@ std::string describe_caps(int index, const Caps& c) {
                        ? ""
                        : " (not in compute shaders)");
   s += fmt::format("; uniform loads shared by shuffles {}",
-                   c.use_shuffle_loads     ? "yes"
-                   : !c.use_texel_scalars  ? "no (only where lavapipe 22 fetches scalar texels)"
-                   : !c.has_full_subgroups ? "no (no full subgroups)"
-                                           : "no (no shuffles, or off by VKGRAD_VK_DISABLE)");
+                   c.target.tuning.share_uniform_loads ? "yes"
+                   : !c.target.subgroup_shuffle ? "no (no shuffles in full subgroups of one size)"
+                                                : "no (the tuning profile's choice)");
   s += fmt::format(
       "\n  shared memory {}; workgroup up to {} invocations, size {}x{}x{}, count "
       "{}x{}x{}; grouped reductions in shared memory {}{}; workgroup grids (Opt LOCAL) {}; "
@@ -474,13 +453,12 @@ std::string describe_caps(int index, const Caps& c) {
       bytes_text(l.maxComputeSharedMemorySize), l.maxComputeWorkGroupInvocations,
       l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1], l.maxComputeWorkGroupSize[2],
       l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1], l.maxComputeWorkGroupCount[2],
-      c.use_shared_reduce ? "yes" : "off (VKGRAD_VK_DISABLE)",
-      c.use_subgroup_arithmetic ? ", folded within subgroups" : "",
-      c.use_grid ? "yes" : "off (VKGRAD_VK_DISABLE)",
-      c.use_shared_tiles ? "yes"
-      : c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
-          ? "no (a device that runs on the CPU; VKGRAD_VK_ENABLE=shared_tiles forces them)"
-          : "off (VKGRAD_VK_DISABLE)");
+      c.target.local_memory ? "yes" : "off (VKGRAD_VK_DISABLE)",
+      c.target.subgroup_arithmetic ? ", folded within subgroups" : "",
+      c.target.grid ? "yes" : "off (VKGRAD_VK_DISABLE)",
+      c.target.tuning.stage_tiles ? "yes"
+                                  : "no (the tuning profile's choice, or VKGRAD_VK_DISABLE; "
+                                    "VKGRAD_VK_ENABLE=stage_tiles forces them)");
   s += fmt::format(
       "\n  buffers: maxStorageBufferRange {}, maxMemoryAllocationSize {}, buffer "
       "device address {} (larger buffers {})",
@@ -517,22 +495,22 @@ Device::Device(VkPhysicalDevice pd, int idx, const Switches& sw) : physical(pd),
   f2.pNext = &f11;
   f11.pNext = &f12;
   f2.features.shaderInt16 = caps.use_int16;
-  f2.features.shaderInt64 = caps.use_int64;
-  f2.features.shaderFloat64 = caps.use_fp64;
-  f11.storageBuffer16BitAccess = caps.use_storage16;
-  f12.storageBuffer8BitAccess = caps.use_storage8;
+  f2.features.shaderInt64 = caps.target.int64;
+  f2.features.shaderFloat64 = caps.target.float64;
+  f11.storageBuffer16BitAccess = caps.target.storage16;
+  f12.storageBuffer8BitAccess = caps.target.storage8;
   f12.shaderFloat16 = caps.use_fp16;
   f12.shaderInt8 = caps.use_int8;
   f12.bufferDeviceAddress = caps.use_bda;
   f12.timelineSemaphore = caps.use_timeline;
   f12.descriptorBindingStorageBufferUpdateAfterBind = caps.use_update_after_bind;
   f12.descriptorBindingUniformTexelBufferUpdateAfterBind =
-      caps.use_update_after_bind && caps.use_texel_loads;
+      caps.use_update_after_bind && caps.target.tuning.texel_loads;
   f12.shaderSubgroupExtendedTypes = caps.use_subgroup_extended_types;
   VkPhysicalDeviceVulkan13Features f13{.sType =
                                            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  f13.computeFullSubgroups = caps.use_shuffle_loads;
-  if (caps.use_shuffle_loads) f12.pNext = &f13;
+  f13.computeFullSubgroups = caps.target.tuning.share_uniform_loads;
+  if (caps.target.tuning.share_uniform_loads) f12.pNext = &f13;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -1,7 +1,8 @@
 // vk: the Vulkan instance (one per process, with the Khronos validation layer under
 // VKGRAD_VALIDATION=1), physical devices in selection order, what each can do (Caps, with the
-// VKGRAD_VK_DISABLE switches applied) and the logical device with one compute queue.
-// Depends on volk only; knows nothing of kernels or memory.
+// VKGRAD_VK_DISABLE switches applied; Caps::target, what codegen sees of it: tuning.cpp) and the
+// logical device with one compute queue. Depends on volk and codegen's Target; knows nothing of
+// kernels or memory.
 #pragma once
 
 #include <volk.h>
@@ -9,9 +10,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "codegen/target.hpp"
 
 namespace vkgrad::vk {
 
@@ -23,20 +27,22 @@ const char* env(const char* name);
 // host-visible (exercises the path discrete GPUs take); `update_after_bind` off makes graph
 // replays with new buffers re-record.
 struct Switches {
-  bool fp16 = true, int8 = true, int16 = true, int64 = true, fp64 = true;
+  bool fp16 = true, int8 = true, int16 = true, int64 = true, float64 = true;
   bool storage8 = true, storage16 = true;
   bool push_descriptor = true, bda = true, timestamps = true, timeline = true;
-  bool shared_reduce = true, update_after_bind = true, mapped = true;
-  bool grid = true;           // Opt LOCAL: workgroups as a 3-D grid of multi-dimensional workgroups
-  bool subgroup = true;       // grouped reductions fold within subgroups (subgroupAdd)
-  bool spin_wait = true;      // a GPU's waits poll briefly before they block (Queue::wait)
-  bool fma = true;            // float32 sums of products accumulate with fma (fused_multiply_add)
-  bool texel = true;          // lavapipe reads inputs as texel buffers (Target::texel_loads)
-  bool shared_tiles = true;   // a GPU's matmuls stage operand tiles in shared memory (Opt STAGE)
-  bool shuffle_loads = true;  // lavapipe 22 shares uniform loads by subgroupShuffle
-  // VKGRAD_VK_ENABLE=shared_tiles: staged tiles on a device that runs on the CPU too (off there
-  // by default: slower; the tests run them on lavapipe this way).
-  bool force_shared_tiles = false;
+  bool update_after_bind = true, mapped = true;
+  bool spin_wait = true;  // a GPU's waits poll briefly before they block (Queue::wait)
+  // What codegen may use, each named as the Target fact or the TuningProfile preference it gates.
+  bool local_memory = true;  // grouped reductions in shared memory (Opt GROUP)
+  bool grid = true;          // workgroups as a 3-D grid of multi-dimensional ones (Opt LOCAL)
+  bool subgroup_arithmetic = true;  // grouped reductions fold within subgroups (subgroupAdd)
+  bool fused_multiply_add = true;   // float32 sums of products accumulate with fma
+  bool texel_loads = true;          // inputs read as texel buffers where the profile says so
+  bool stage_tiles = true;          // matmuls stage operand tiles in shared memory (Opt STAGE)
+  bool share_uniform_loads = true;  // uniform loads shared by subgroupShuffle where profiled
+  // VKGRAD_VK_ENABLE=stage_tiles: staged tiles where the profile leaves them off (a device that
+  // runs on the CPU; the tests run them on lavapipe this way).
+  bool force_stage_tiles = false;
 };
 // The words of a comma-separated list (an environment switch's), spaces trimmed, empty ones
 // skipped.
@@ -89,22 +95,23 @@ struct Caps {
   bool has_portability_subset = false;
   bool has_full_subgroups = false;  // Vulkan 1.3 computeFullSubgroups
 
-  bool use_fp16 = false, use_int8 = false, use_int16 = false, use_int64 = false;
-  bool use_fp64 = false, use_storage8 = false, use_storage16 = false;
+  // What the runtime uses of the device; the kernels' features are in `target`.
+  bool use_fp16 = false, use_int8 = false, use_int16 = false;
   bool use_push_descriptor = false, use_bda = false, use_timestamps = false;
-  bool use_timeline = false, use_update_after_bind = false, use_shared_reduce = false;
-  bool use_grid = false;
-  bool use_shared_tiles = false;         // Target::shared_tiles: a GPU with shared memory and grids
-  bool use_fma = false;                  // Target::fused_multiply_add
-  bool use_texel_loads = false;          // Target::texel_loads
-  bool use_texel_scalars = false;        // Target::texel_scalar_loads
-  bool use_subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
-  bool use_shuffle_loads = false;        // Target::shuffle_uniform_loads (full subgroups enabled)
+  bool use_timeline = false, use_update_after_bind = false;
   bool use_mapped = false;
   bool use_spin_wait = false;  // a device that is not the CPU, and the switch on
   bool use_subgroup_extended_types = false;
+  // What codegen sees: the device's facts and the tuning profile chosen for them (tuning.cpp),
+  // with the switches applied; the runtime adds the probed quirks.
+  Target target;
 };
 Caps query_caps(VkPhysicalDevice device, uint32_t instance_api, const Switches& switches);
+// tuning.cpp: Caps::target from the queried properties and features, with the profile the
+// Vulkan tuning table chooses for them and the switches applied.
+Target target_of(const Caps& caps, const Switches& switches);
+// The Vulkan device families' tuning table, most specific first.
+std::span<const TuningRow> tuning_table();
 
 // "VULKAN:0: llvmpipe (...) (cpu), driver llvmpipe Mesa 22.3.6, Vulkan 1.3.230"
 std::string summary_line(int index, const Caps& caps);

@@ -171,7 +171,7 @@ VkDescriptorPool Executor::make_descriptor_pool(uint32_t sets, uint32_t descript
   if (device->caps.use_update_after_bind)
     info.flags = VK_DESCRIPTOR_POOL_CREATE_UPDATE_AFTER_BIND_BIT;
   info.maxSets = std::max(sets, 1u);
-  info.poolSizeCount = device->caps.use_texel_loads ? 2 : 1;
+  info.poolSizeCount = device->caps.target.tuning.texel_loads ? 2 : 1;
   info.pPoolSizes = sizes;
   VkDescriptorPool pool;
   vk_check(vkCreateDescriptorPool(device->handle, &info, nullptr, &pool), "vkCreateDescriptorPool");

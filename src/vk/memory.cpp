@@ -64,7 +64,7 @@ Memory::Memory(Device& device, Queue& queue) : device_(device), queue_(queue) {
   // Small heaps get smaller blocks, so one block never claims a large share of them.
   block_size_ = std::max<VkDeviceSize>(VkDeviceSize{1} << 20, std::min(kBlockSize, heap_size_ / 8));
   alignment_ = std::max<VkDeviceSize>(16, c.props.limits.minStorageBufferOffsetAlignment);
-  if (c.use_texel_loads)
+  if (c.target.tuning.texel_loads)
     alignment_ = std::max<VkDeviceSize>(alignment_, c.props.limits.minTexelBufferOffsetAlignment);
   if (direct_ && !coherent_)  // flushed ranges of neighbours must not overlap
     alignment_ = std::max<VkDeviceSize>(alignment_, c.props.limits.nonCoherentAtomSize);
@@ -98,7 +98,8 @@ Block* Memory::new_block(VkDeviceSize size, bool dedicated) {
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   if (device_.caps.use_bda) info.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
-  if (device_.caps.use_texel_loads) info.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
+  if (device_.caps.target.tuning.texel_loads)
+    info.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = vkCreateBuffer(dev, &info, nullptr, &b->buffer);
   if (r != VK_SUCCESS) return nullptr;

@@ -58,7 +58,7 @@ class Memory {
   // A small allocation bound where a launch passes a null handle (zero-size buffers).
   const Allocation& dummy();
   // A view of `range` bytes of `block` from `offset` as texels of `format`
-  // (Caps::use_texel_loads), kept with the block. Thread-safe.
+  // (TuningProfile::texel_loads), kept with the block. Thread-safe.
   VkBufferView texel_view(Block& block, VkDeviceSize offset, VkDeviceSize range, VkFormat format);
 
   bool direct() const { return direct_; }

@@ -189,8 +189,8 @@ VkPipeline Pipelines::create(const std::string& name, const std::vector<uint32_t
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   // A kernel that shares loads through shuffles reads every lane of its subgroups: where its
   // workgroup's x size allows, the driver is held to full subgroups (lavapipe fills them anyway:
-  // Target::shuffle_uniform_loads).
-  if (device->caps.use_shuffle_loads &&
+  // TuningProfile::share_uniform_loads).
+  if (device->caps.target.tuning.share_uniform_loads &&
       shuffles_in_full_subgroups(spirv, device->caps.max_subgroup))
     info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   info.stage.module = module;

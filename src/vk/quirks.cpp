@@ -247,11 +247,11 @@ Quirks find_quirks(Executor& ex) {
   // The cast probes keep their data in float64: without it in kernels there is no such cast to
   // get wrong, and the widening probe cannot run (its quirk then stays off unless forced). The
   // division probe needs nothing beyond 32-bit types.
-  const bool fp64 = ex.device->caps.use_fp64;
+  const bool fp64 = ex.device->caps.target.float64;
   if (fp64 || forced.narrowing_cast)
     q.narrowing_cast =
         decide(ex, "narrowing_cast", forced.narrowing_cast, probe_narrowing_cast, q.found);
-  if ((fp64 && ex.device->caps.use_int64) || forced.widening_compare)
+  if ((fp64 && ex.device->caps.target.int64) || forced.widening_compare)
     q.widening_compare =
         decide(ex, "widening_compare", forced.widening_compare, probe_widening_compare, q.found);
   q.inexact_division =

@@ -22,39 +22,11 @@ AtomicCounters g_counters;
 
 namespace {
 
+// The device's target (Caps::target) with the quirks its probes found.
 Target target_for(const Caps& c, const Quirks& q) {
-  const VkPhysicalDeviceLimits& l = c.props.limits;
-  Target t;
-  t.language = Target::Language::glsl;
-  t.threads = true;
-  t.vector_floats = 4;  // vec4 loads and stores
-  t.storage8 = c.use_storage8;
-  t.storage16 = c.use_storage16;
-  t.int64 = c.use_int64;
-  t.float64 = c.use_fp64;
-  t.local_memory = c.use_shared_reduce;
-  t.grid = c.use_grid;
-  t.shared_tiles = c.use_shared_tiles;
-  t.fused_multiply_add = c.use_fma;
-  t.texel_loads = c.use_texel_loads;
-  t.texel_scalar_loads = c.use_texel_scalars;
-  t.subgroup_arithmetic = c.use_subgroup_arithmetic;
-  t.shuffle_uniform_loads = c.use_shuffle_loads;
-  t.cpu_device = c.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  // A GPU wants tens of thousands of invocations in flight (measured on an H100; see
-  // heuristics.cpp); a device that runs on the CPU is busy with a few workgroups.
-  t.min_invocations = t.cpu_device ? 0 : 65536;
-  t.subgroup_size = c.p11.subgroupSize;
-  for (int i = 0; i < 3; ++i) {
-    t.max_group_count[i] = l.maxComputeWorkGroupCount[i];
-    t.max_workgroup_size[i] = l.maxComputeWorkGroupSize[i];
-  }
-  t.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
-  t.max_shared_bytes = l.maxComputeSharedMemorySize;
-  t.max_push_bytes = l.maxPushConstantsSize;
+  Target t = c.target;
   t.opaque_narrowing = q.narrowing_cast;
   t.opaque_widening = q.widening_compare;
-  t.preserve_nan = c.p12.shaderSignedZeroInfNanPreserveFloat32;
   t.exact_division = !q.inexact_division;
   return t;
 }
@@ -112,7 +84,7 @@ class VulkanRuntime final : public Runtime {
   // load): 0.1 s of its reference kernel first took BEAM's isolated time of ResNet-18's
   // r_64_56_56_64_3_3 from 0.294 to 0.158-0.215 ms (0.056 in the forward). A device that runs
   // on the CPU needs none.
-  double warm_up_seconds() const override { return target_.cpu_device ? 0 : 0.1; }
+  double warm_up_seconds() const override { return target_.kind == Target::Kind::cpu ? 0 : 0.1; }
   std::string describe() const override {
     const Device& d = *ex_->device;
     return fmt::format("{}\n  quirks: {}\n  {}\n  caches: {} (SPIR-V and pipelines){}",

@@ -35,6 +35,15 @@ inline Target full_target() {
   return t;
 }
 
+// How a Vulkan device that runs on the CPU is tuned (src/vk/tuning.cpp's rows for it): a
+// workgroup is a loop of SIMD vectors, and only reductions to fewer than 64 outputs group.
+inline TuningProfile on_the_cpu() {
+  TuningProfile p;
+  p.workgroup_as_loop = true;
+  p.group_reused_below = p.group_below = 64;
+  return p;
+}
+
 inline bool have_glsl_tools() {
   return std::system("command -v glslangValidator >/dev/null 2>&1") == 0 &&
          std::system("command -v spirv-val >/dev/null 2>&1") == 0;

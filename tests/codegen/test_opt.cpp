@@ -110,7 +110,7 @@ TEST(Opt, LocalSplitsAnAxisIntoTheWorkgroup) {
 // projection, 128 x 256 outputs of 1024 steps), short rows over two steps a lane at least.
 TEST(Opt, GpuGroupsReductionsOfFewOutputs) {
   Target gpu = full_target();
-  gpu.min_invocations = 65536;
+  gpu.tuning.min_invocations = 65536;
   gpu.subgroup_size = 32;
   const UOp ffn = scheduled_kernel(input({128, 1024}).matmul(input({1024, 256})));
   EXPECT_EQ(heuristic_opts(ffn, gpu), (std::vector<Opt>{{OptOp::GROUP, 0, 32}}));
@@ -171,7 +171,7 @@ TEST(Opt, HeuristicsPerTarget) {
       scheduled_kernel(input({1, 64, 28, 28}).conv2d(input({64, 64, 3, 3}), {}, 1, 1));
   EXPECT_EQ(heuristic_opts(conv28, cpu), (std::vector<Opt>{{OptOp::GEMM, 0, 0}}));
   Target zen4 = cpu;
-  zen4.winograd_min_tiles = 14 * 14;
+  zen4.tuning.winograd_min_tiles = 14 * 14;
   EXPECT_EQ(heuristic_opts(conv28, zen4), (std::vector<Opt>{{OptOp::GEMM, 3, 0}}));
   // A batch's images together: 16 of 16 x 16 (64 tiles each) run as Winograd, 16 of 8 x 8 (16
   // each) do not.
@@ -225,7 +225,7 @@ TEST(Opt, HeuristicsPerTarget) {
   // column tiles left; the window's 3 columns unrolled. Where the columns give only 4 values
   // (12 of them), the rows add 2 to the tile.
   Target lavapipe = gpu;
-  lavapipe.cpu_device = true;
+  lavapipe.tuning = on_the_cpu();
   EXPECT_EQ(heuristic_opts(conv, lavapipe), (std::vector<Opt>{{OptOp::UPCAST, 3, 4},
                                                               {OptOp::UPCAST, 3, 2},
                                                               {OptOp::UPCAST, 1, 8},
@@ -241,7 +241,7 @@ TEST(Opt, HeuristicsPerTarget) {
   // invocation each, a 256 x 256 matmul (a sixteenth of that: operand reuse counts for more)
   // keeps 8 columns per invocation, the 16 x 16 conv's 4096 outputs keep nothing.
   Target big_gpu = gpu;
-  big_gpu.min_invocations = 65536;
+  big_gpu.tuning.min_invocations = 65536;
   const UOp mm256 = scheduled_kernel(input({256, 256}).matmul(input({256, 256})));
   EXPECT_EQ(heuristic_opts(late, big_gpu), std::vector<Opt>{});
   EXPECT_EQ(heuristic_opts(conv, big_gpu), std::vector<Opt>{});
@@ -301,9 +301,9 @@ TEST(Opt, HeuristicsPerTarget) {
 // input channels too (64: ResNet-50's first 1 x 1).
 TEST(Opt, SharingLanesFillWholeSubgroups) {
   Target lavapipe = full_target();
-  lavapipe.cpu_device = true;
+  lavapipe.tuning = on_the_cpu();
   Target sharing = lavapipe;
-  sharing.shuffle_uniform_loads = true;
+  sharing.tuning.share_uniform_loads = true;
   auto lanes = [](const std::vector<Opt>& opts) {
     std::vector<Opt> out;
     std::copy_if(opts.begin(), opts.end(), std::back_inserter(out),

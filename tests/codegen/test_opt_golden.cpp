@@ -6,6 +6,7 @@
 // edit the files by hand) and explain every changed line in the commit that changes it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -20,77 +21,118 @@
 #include "models/resnet.hpp"
 #include "sched/schedule.hpp"
 #include "tensor/tensor_impl.hpp"
+#include "vk/device.hpp"
 
 namespace vkgrad {
 namespace {
 
 // ---- the device families ----------------------------------------------------------------------
 
-Target cpu_family(int vector_floats, int registers, int gemm_rows, int64_t winograd_min_tiles) {
-  Target t = cpu::host_target();
-  t.vector_floats = vector_floats;
-  t.vector_registers = registers;
-  t.gemm_rows = gemm_rows;
-  t.winograd_min_tiles = winograd_min_tiles;
-  return t;
+// A CPU's target as the CPU backend makes it, its profile from the CPU tuning table.
+Target cpu_family(Target::Isa isa, int amd_family) { return cpu::target_for(isa, amd_family); }
+
+// A Vulkan device as its driver describes it, its target and profile as the Vulkan backend makes
+// them (vk::target_of, with no switch turned off).
+struct VulkanDevice {
+  VkPhysicalDeviceType type;
+  uint32_t vendor;
+  VkDriverId driver;
+  const char* driver_info;
+  uint32_t subgroup;
+  uint32_t shared_bytes, push_bytes;
+  uint32_t size_z, groups_x;
+};
+
+Target vulkan_family(const VulkanDevice& d) {
+  vk::Caps c;
+  c.props.deviceType = d.type;
+  c.props.vendorID = d.vendor;
+  c.p12.driverID = d.driver;
+  std::snprintf(c.p12.driverInfo, sizeof c.p12.driverInfo, "%s", d.driver_info);
+  c.p11.subgroupSize = c.min_subgroup = c.max_subgroup = d.subgroup;
+  c.p11.subgroupSupportedStages = VK_SHADER_STAGE_COMPUTE_BIT;
+  c.p11.subgroupSupportedOperations = VK_SUBGROUP_FEATURE_BASIC_BIT |
+                                      VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                      VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  c.has_full_subgroups = true;
+  c.features.shaderInt64 = c.features.shaderFloat64 = VK_TRUE;
+  c.f11.storageBuffer16BitAccess = c.f12.storageBuffer8BitAccess = VK_TRUE;
+  c.p12.shaderSignedZeroInfNanPreserveFloat32 = VK_TRUE;
+  VkPhysicalDeviceLimits& l = c.props.limits;
+  l.maxComputeWorkGroupInvocations = 1024;
+  l.maxComputeWorkGroupSize[0] = l.maxComputeWorkGroupSize[1] = 1024;
+  l.maxComputeWorkGroupSize[2] = d.size_z;
+  l.maxComputeWorkGroupCount[0] = d.groups_x;
+  l.maxComputeWorkGroupCount[1] = l.maxComputeWorkGroupCount[2] = 65535;
+  l.maxComputeSharedMemorySize = d.shared_bytes;
+  l.maxPushConstantsSize = d.push_bytes;
+  return vk::target_of(c, vk::Switches{});
 }
 
-// A Vulkan device's limits as the runtime copies them into the target.
-Target vulkan_family(uint32_t subgroup, uint32_t shared_bytes) {
-  Target t;
-  t.language = Target::Language::glsl;
-  t.threads = t.local_memory = t.grid = t.subgroup_arithmetic = true;
-  t.vector_floats = 4;
-  t.fused_multiply_add = true;
-  t.subgroup_size = subgroup;
-  t.max_workgroup_invocations = 1024;
-  t.max_workgroup_size[0] = t.max_workgroup_size[1] = 1024;
-  t.max_workgroup_size[2] = 64;
-  t.max_group_count[0] = 65535;
-  t.max_group_count[1] = t.max_group_count[2] = 65535;
-  t.max_shared_bytes = shared_bytes;
-  t.max_push_bytes = 256;
-  return t;
-}
+// Mesa's lavapipe (a CPU-type device: 8-lane subgroups, 32 KiB of shared memory) of two
+// releases, and an NVIDIA H200 as its driver reports it (32-lane subgroups, 48 KiB of shared
+// memory per workgroup).
+constexpr VulkanDevice kLavapipe22{VK_PHYSICAL_DEVICE_TYPE_CPU,
+                                   0x10005,
+                                   VK_DRIVER_ID_MESA_LLVMPIPE,
+                                   "Mesa 22.3.6 (LLVM 15.0.6)",
+                                   8,
+                                   32768,
+                                   128,
+                                   1024,
+                                   65535};
+constexpr VulkanDevice kLavapipe25{VK_PHYSICAL_DEVICE_TYPE_CPU,
+                                   0x10005,
+                                   VK_DRIVER_ID_MESA_LLVMPIPE,
+                                   "Mesa 25.0.7 (LLVM 19.1.7)",
+                                   8,
+                                   32768,
+                                   128,
+                                   1024,
+                                   65535};
+constexpr VulkanDevice kH200{VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU,
+                             0x10DE,
+                             VK_DRIVER_ID_NVIDIA_PROPRIETARY,
+                             "580.159.04",
+                             32,
+                             49152,
+                             256,
+                             64,
+                             2147483647};
 
-// Mesa's lavapipe: a CPU-type device, 8-lane subgroups, 32 KiB of shared memory; inputs read
-// through texel buffers; release 22 fetches scalar texels too and shares uniform loads by
-// shuffles.
-Target lavapipe(bool release22) {
-  Target t = vulkan_family(8, 32768);
-  t.max_workgroup_size[2] = 1024;
-  t.max_push_bytes = 128;
-  t.cpu_device = true;
-  t.texel_loads = true;
-  t.texel_scalar_loads = release22;
-  t.shuffle_uniform_loads = release22;
-  return t;
-}
-
-// An NVIDIA H200 as its driver reports it: 32-lane subgroups, 48 KiB of shared memory per
-// workgroup, 132 multiprocessors; matmul tiles staged in shared memory.
-Target h200() {
-  Target t = vulkan_family(32, 49152);
-  t.max_group_count[0] = 2147483647;
-  t.shared_tiles = true;
-  t.min_invocations = 65536;
-  return t;
-}
-
+using Isa = Target::Isa;
 struct Family {
   const char* name;
   Target (*target)();
 };
 const Family kFamilies[] = {
-    {"cpu_avx512", [] { return cpu_family(16, 32, 0, 256); }},
-    {"cpu_zen4", [] { return cpu_family(16, 32, 8, 14 * 14); }},
-    {"cpu_avx2", [] { return cpu_family(8, 16, 6, 7 * 7); }},
-    {"cpu_sse", [] { return cpu_family(4, 16, 6, 7 * 7); }},
-    {"cpu_neon", [] { return cpu_family(4, 32, 0, 256); }},
-    {"vulkan_lavapipe22", [] { return lavapipe(true); }},
-    {"vulkan_lavapipe25", [] { return lavapipe(false); }},
-    {"vulkan_h200", h200},
+    {"cpu_avx512", [] { return cpu_family(Isa::avx512, 0x1a); }},
+    {"cpu_zen4", [] { return cpu_family(Isa::avx512, 0x19); }},
+    {"cpu_avx2", [] { return cpu_family(Isa::avx, 0x17); }},
+    {"cpu_sse", [] { return cpu_family(Isa::sse, 0); }},
+    {"cpu_neon", [] { return cpu_family(Isa::neon, 0); }},
+    {"vulkan_lavapipe22", [] { return vulkan_family(kLavapipe22); }},
+    {"vulkan_lavapipe25", [] { return vulkan_family(kLavapipe25); }},
+    {"vulkan_h200", [] { return vulkan_family(kH200); }},
 };
+
+// Each family's profile, as `vkgrad info` names it.
+TEST(OptListGolden, FamiliesGetTheirTables) {
+  const std::pair<const char*, const char*> kProfiles[] = {
+      {"cpu_avx512", "cpu-avx512"},
+      {"cpu_zen4", "cpu-avx512-zen4"},
+      {"cpu_avx2", "cpu-avx2"},
+      {"cpu_sse", "cpu-sse"},
+      {"cpu_neon", "cpu-neon"},
+      {"vulkan_lavapipe22", "vulkan-lavapipe22"},
+      {"vulkan_lavapipe25", "vulkan-lavapipe"},
+      {"vulkan_h200", "vulkan-gpu"},
+  };
+  for (size_t i = 0; i < std::size(kFamilies); ++i) {
+    EXPECT_STREQ(kFamilies[i].name, kProfiles[i].first);
+    EXPECT_EQ(kFamilies[i].target().tuning.name, kProfiles[i].second) << kFamilies[i].name;
+  }
+}
 
 // ---- the bench cases' graphs ------------------------------------------------------------------
 

@@ -126,7 +126,7 @@ TEST(RenderGlsl, GatedLoadsAreSelectsNotBranches) {
 TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   using T = Program::Texel;
   Target texel = full_target();
-  texel.texel_loads = texel.texel_scalar_loads = true;
+  texel.tuning.texel_loads = texel.tuning.texel_scalar_loads = true;
   // Scalar loads of float32, int32 and uint32 inputs (a broadcast, a transpose) and a float16
   // one; the output and the 16-bit input stay storage buffers.
   const Tensor x = input({64, 1}).expand({64, 64}) + input({64, 64}).permute({1, 0}) +
@@ -156,7 +156,7 @@ TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
   EXPECT_TRUE(contains(both.source, "data1[")) << both.source;
   // Vec4 fetches only (Mesa 25's lavapipe): the scalar slots keep their storage buffers.
   Target vec4_only = texel;
-  vec4_only.texel_scalar_loads = false;
+  vec4_only.tuning.texel_scalar_loads = false;
   EXPECT_TRUE(render(x, vec4_only)[0].texel.empty());
   EXPECT_EQ(render(input({64, 64}) * input({64, 64}, dtypes::int32), vec4_only)[0].texel,
             (std::vector<T>{T::none, T::float32x4, T::int32x4}));
@@ -171,7 +171,7 @@ TEST(RenderGlsl, TexelLoadsWhereTheTargetWantsThem) {
 
 TEST(RenderGlsl, UniformLoadsAreSharedThroughShuffles) {
   Target sh = full_target();
-  sh.shuffle_uniform_loads = true;
+  sh.tuning.share_uniform_loads = true;
   const Tensor a = input({64, 64}), b = input({64, 64});
   // The heuristics' matmul: 16 lanes along the columns, each with 16 rows of A as vec4s along k
   // (where lanes share them, rows cost little: 16 x 4 instead of 8 x 8), the same in every lane;

@@ -19,9 +19,9 @@ namespace {
 
 Target tiles_target() {
   Target t = full_target();
-  t.shared_tiles = true;
+  t.tuning.stage_tiles = true;
   t.max_shared_bytes = 49152;
-  t.min_invocations = 65536;
+  t.tuning.min_invocations = 65536;
   return t;
 }
 

@@ -247,7 +247,7 @@ TEST(Gemm, TheTileIsFourVectorsWideWhereThatPadsNoMoreColumns) {
   EXPECT_EQ(plan(48, host).nr, 2 * host.vector_floats);
   EXPECT_EQ(plan(784, host).kc, 300 / 2);  // kc x 32 floats in 32 KiB: 256 steps at most
   Target eight_rows = host;
-  eight_rows.gemm_rows = 8;
+  eight_rows.tuning.gemm_rows = 8;
   EXPECT_EQ(plan(512, eight_rows).nr, 2 * host.vector_floats);
   auto planned = [&](int64_t n) {
     const std::optional<GemmPlan> p =

@@ -406,12 +406,12 @@ TEST_F(VulkanTest, EnableSwitches) {
       throw;
     }
   };
-  EXPECT_THAT(open_with("shared_tiles"), HasSubstr("matmul tiles staged in shared memory yes"));
+  EXPECT_THAT(open_with("stage_tiles"), HasSubstr("matmul tiles staged in shared memory yes"));
   try {
-    open_with("shared_tiles, warp_drive");
+    open_with("stage_tiles, warp_drive");
     ADD_FAILURE() << "an unknown feature was accepted";
   } catch (const DeviceError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown feature 'warp_drive' (known: shared_tiles)"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown feature 'warp_drive' (known: stage_tiles)"));
   }
 }
 
