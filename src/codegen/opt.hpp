@@ -98,7 +98,15 @@ int64_t group_shared_bytes(const UOp& ast, int64_t lanes);
 // Whether every reduction of the kernel runs over all its reduce axes (GROUP needs it).
 bool reductions_span_all_axes(const UOp& ast);
 
-// The heuristics' list for a kernel (simplified) on a target: what NOOPT=1 leaves out.
+// The heuristics' list for a kernel (simplified) on a target: what NOOPT=1 leaves out, and the
+// rule that chose it (heuristics.cpp lists the rules).
+struct HeuristicChoice {
+  std::vector<Opt> opts;
+  const char* rule = "none";
+};
+HeuristicChoice choose_heuristic(const UOp& ast, const Target& target);
+// The rules' names in the order they are tried, for threads targets or for C ones.
+std::vector<std::string> heuristic_rules(bool threads);
 std::vector<Opt> heuristic_opts(const UOp& ast, const Target& target);
 
 // The kernel's axes in Opt numbering: its global ranges and its reduce ranges, by id.

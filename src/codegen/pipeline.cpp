@@ -48,14 +48,20 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   // The scheduler hands over its kernels simplified; codegen simplifies the index math once more,
   // after the Opts and the launch gave every range its final form.
   UOp k = ast;
-  p.opts = options.opts       ? *options.opts
-           : options.optimize ? heuristic_opts(k, target)
-                              : std::vector<Opt>{};
+  const char* rule = nullptr;  // the heuristics' rule that chose p.opts
+  if (options.opts) {
+    p.opts = *options.opts;
+  } else if (options.optimize) {
+    HeuristicChoice choice = choose_heuristic(k, target);
+    p.opts = std::move(choice.opts);
+    rule = choice.rule;
+  }
   if (debug_level() >= 2)
-    std::fprintf(stderr, "  opts %s: %s (%s)\n", p.name.c_str(), to_string(p.opts).c_str(),
+    std::fprintf(stderr, "  opts %s: %s (%s%s%s)\n", p.name.c_str(), to_string(p.opts).c_str(),
                  options.opts       ? (options.origin.empty() ? "given" : options.origin.c_str())
                  : options.optimize ? "heuristics"
-                                    : "NOOPT");
+                                    : "NOOPT",
+                 rule && debug_level() >= 3 ? ": " : "", rule && debug_level() >= 3 ? rule : "");
   k = run_pass("apply_opts", k, [&](const UOp& u) { return apply_opts(u, p.opts, target); });
   k = run_pass("fold_vectors", k, [&](const UOp& u) { return fold_vectors(u, target); });
   k = run_pass("stage_tiles", k, [&](const UOp& u) { return stage_tiles(u, target); });
