@@ -21,6 +21,11 @@
 // keeps its fastest lists (variants) and the schedule they belong to decides: choose_in_schedule
 // runs the whole schedule, each searched kernel's variants taking turns, and keeps per kernel
 // the variant fastest there.
+//
+// The files: beam_settings.cpp the settings in force, the budget and vkgrad::Beam;
+// codegen/opt_actions.cpp the action space (beam_actions, beam_neighbours); beam_timing.cpp
+// (beam_timing.hpp, internal) a candidate's compiling, running, timing and output check;
+// beam.cpp the search (beam_search); beam_schedule.cpp the schedule's choice (choose_in_schedule).
 #pragma once
 
 #include <chrono>
@@ -32,6 +37,7 @@
 #include <vkgrad/beam.hpp>
 
 #include "codegen/opt.hpp"
+#include "codegen/opt_actions.hpp"
 #include "runtime/device.hpp"
 #include "sched/schedule.hpp"
 
@@ -51,22 +57,9 @@ int beam_width();  // beam_settings().width
 // Records a search of this process (vkgrad::tuned_kernels()).
 void record_tuned(TunedKernel k);
 
-// The one-step extensions a search tries after `opts` on a kernel, from the target and what
-// the list leaves of each axis: UPCAST and UNROLL by the axis's divisors up to 8, within
-// kMaxUpcast values an invocation; on a target with a grid, LOCAL by divisors up to 16, powers of
-// two and multiples of the subgroup, up to four subgroups along one axis and within the
-// workgroup's invocations and the dimension's size; STAGE (2, 4, 8) beside a workgroup where
-// there is shared memory; from the empty list only, GROUP (powers of two from the subgroup, up to
-// 32 subgroups, within the workgroup and shared memory) and the GEMM's variants (how A is read;
-// rows from half the register tile's most); after a GEMM, only its blocking (BLOCK: the register
-// tile's columns, 1 to kMaxTileVectors vectors, and k blocks of 64 to 1024 steps). Only actions
-// apply_opts takes after `opts`.
-std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, const Target& target);
-
-// The lists near `opts` (the heuristics'): one action's amount halved or doubled, or one action
-// but the last left out, where apply_opts takes them; none for a GEMM's list.
-std::vector<std::vector<Opt>> beam_neighbours(const UOp& ast, const std::vector<Opt>& opts,
-                                              const Target& target);
+// The action space a search walks (codegen/opt_actions.hpp), under the engine's names.
+using vkgrad::beam_actions;
+using vkgrad::beam_neighbours;
 
 // A list a search timed, with its compiled kernel.
 struct BeamVariant {
