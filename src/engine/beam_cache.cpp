@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <mutex>
+#include <vkgrad/error.hpp>
 
 #include "codegen/disk_cache.hpp"
 
@@ -103,7 +105,73 @@ struct Statement {
   }
 };
 
+// Runs `sql` in order on the cache's connection with `file` attached as `ext` (?1 bound to this
+// library version where a statement has it); returns the last statement's changes, or, for a
+// SELECT, its first column. An error is thrown as `E`, naming the file.
+template <class E>
+int64_t with_attached(Connection& c, const std::string& file, const char* what,
+                      std::initializer_list<const char*> sql) {
+  {
+    Statement attach(c.db, "ATTACH DATABASE ?1 AS ext");
+    attach.text(1, file);
+    if (attach.s == nullptr || sqlite3_step(attach.s) != SQLITE_DONE)
+      throw E(std::string("BEAM tuning table ") + file + ": " + sqlite3_errmsg(c.db));
+  }
+  int64_t result = 0;
+  std::string error;
+  for (const char* q : sql) {
+    Statement st(c.db, q);
+    if (st.s != nullptr && sqlite3_bind_parameter_count(st.s) > 0) st.text(1, kVersion);
+    const int rc = st.s != nullptr ? sqlite3_step(st.s) : sqlite3_errcode(c.db);
+    if (rc == SQLITE_ROW) {
+      result = sqlite3_column_int64(st.s, 0);
+    } else if (rc == SQLITE_DONE) {
+      result = sqlite3_changes(c.db);
+    } else {
+      error = sqlite3_errmsg(c.db);
+      break;
+    }
+  }
+  sqlite3_exec(c.db, "DETACH DATABASE ext", nullptr, nullptr, nullptr);
+  if (!error.empty())
+    throw E(std::string("BEAM tuning table ") + file + ": " + what + ": " + error);
+  return result;
+}
+
 }  // namespace
+
+size_t beam_cache_export(const std::string& file) {
+  Connection& c = connection();
+  std::lock_guard lock(c.mu);
+  if (!c.ready(true))
+    throw Error("BEAM tuning table " + file + ": the BEAM cache cannot be opened");
+  std::error_code ec;
+  fs::remove(file, ec);
+  return static_cast<size_t>(with_attached<Error>(
+      c, file, "writing it",
+      {"CREATE TABLE ext.tuned (device TEXT NOT NULL, kernel TEXT NOT NULL, version TEXT NOT "
+       "NULL, opts TEXT NOT NULL, seconds REAL, heuristic_seconds REAL, PRIMARY KEY (device, "
+       "kernel))",
+       "INSERT INTO ext.tuned SELECT * FROM main.tuned WHERE version = ?1"}));
+}
+
+BeamImport beam_cache_import(const std::string& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw FormatError("BEAM tuning table " + file + ": no such file");
+  Connection& c = connection();
+  std::lock_guard lock(c.mu);
+  if (!c.ready(true))
+    throw Error("BEAM tuning table " + file + ": the BEAM cache cannot be opened");
+  BeamImport counts;
+  counts.other_version = static_cast<size_t>(with_attached<FormatError>(
+      c, file, "reading it", {"SELECT COUNT(*) FROM ext.tuned WHERE version != ?1"}));
+  counts.imported = static_cast<size_t>(with_attached<FormatError>(
+      c, file, "reading it",
+      {"INSERT OR REPLACE INTO main.tuned SELECT device, kernel, version, opts, seconds, "
+       "heuristic_seconds FROM ext.tuned WHERE version = ?1"}));
+  return counts;
+}
 
 bool beam_cache_present() {
   std::error_code ec;

@@ -31,4 +31,16 @@ std::optional<std::vector<Opt>> beam_cache_get(const std::string& device,
 void beam_cache_put(const std::string& device, const std::string& kernel,
                     const std::vector<Opt>& opts, double seconds, double heuristic_seconds);
 
+// A tuning table: the cache's rows of this library version, written to `file` as a database of
+// the cache's own schema (replacing what it held), for another machine's or process's cache.
+// Returns the rows written; throws Error naming the file where it cannot be written.
+size_t beam_cache_export(const std::string& file);
+// Reads a tuning table into the cache, its rows replacing the cache's for the same device and
+// kernel; rows of another library version are skipped. Throws FormatError naming the file where
+// it is no such table (missing, not a database, or without the cache's table).
+struct BeamImport {
+  size_t imported = 0, other_version = 0;
+};
+BeamImport beam_cache_import(const std::string& file);
+
 }  // namespace vkgrad::engine

@@ -532,6 +532,55 @@ TEST_P(BeamTest, AnotherDevicesOrVersionsEntriesAreIgnored) {
   EXPECT_FALSE(engine::beam_cache_get(id, text));
 }
 
+// A tuned kernel's list exported as a tuning table and imported into a fresh cache: a later
+// compile there searches nothing and runs the same list; another version's rows are skipped; a
+// file that is no tuning table is a FormatError naming it.
+TEST_P(BeamTest, ATuningTableCarriesTheListsToAnotherCache) {
+  const fs::path table = fs::temp_directory_path() /
+                         ("vkgrad-table-" + std::to_string(::getpid()) + "-" + dev() + ".db");
+  std::string list;
+  {
+    const CacheDir cache("export");
+    {
+      const Beam beam({.width = 2});
+      matmul_once(dev());
+    }
+    list = tuned_kernels().back().opts;
+    engine::beam_cache_put("a device of another version", "k", {}, 1, 1);
+    EXPECT_EQ(engine::beam_cache_export(table.string()), 2u);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(table.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db,
+                         "UPDATE tuned SET version = '0.0.0/beam0' WHERE device = 'a device of "
+                         "another version'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const CacheDir fresh("import");
+  const engine::BeamImport in = engine::beam_cache_import(table.string());
+  EXPECT_EQ(in.imported, 1u);
+  EXPECT_EQ(in.other_version, 1u);
+  reset_runtime_stats();
+  {
+    const Beam beam({.width = 2});
+    matmul_once(dev());
+  }
+  EXPECT_EQ(runtime_stats().beam_searches, 0);
+  EXPECT_EQ(runtime_stats().beam_cache_hits, 1);
+  const Kernel k = kernel_of(Tensor::empty({6, 10}, dtypes::float32, dev())
+                                 .matmul(Tensor::empty({10, 5}, dtypes::float32, dev())));
+  const auto cached =
+      engine::beam_cache_get(engine::runtime_of(dev()).identity(), to_string(k.ast));
+  ASSERT_TRUE(cached);
+  EXPECT_EQ(to_string(*cached), list);
+  fs::remove(table);
+  std::ofstream(table) << "not a database";
+  EXPECT_THROW(engine::beam_cache_import(table.string()), FormatError);
+  EXPECT_THROW(engine::beam_cache_import((table.string() + ".missing")), FormatError);
+  fs::remove(table);
+}
+
 // Run as a child process by TwoProcessesTuningAtOnce (does nothing unless VKGRAD_BEAM_CHILD is
 // set): tunes the matmul on the device it names and prints its counts.
 TEST(BeamEnvChild, TuneTheMatmul) {

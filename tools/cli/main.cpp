@@ -23,6 +23,7 @@
 #include "bench/suite.hpp"
 #include "cli/run.hpp"
 #include "engine/beam.hpp"
+#include "engine/beam_cache.hpp"
 #include "ir/interp.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -72,6 +73,10 @@ void print_usage(std::FILE* to) {
              "  --seconds S       tune: search for at most S seconds of wall time (the search\n"
              "                    under way ends with its best list so far; kernels met later\n"
              "                    keep their cached lists or the heuristics')\n"
+             "  --export F        tune: write the BEAM cache's lists (after tuning, where cases\n"
+             "                    are named) to F, a tuning table in the cache's own format\n"
+             "  --import F        tune: read a tuning table into the BEAM cache (before\n"
+             "                    tuning, where cases are named)\n"
              "  --only A,B,...    run only these cases (comma-separated):\n"
              "{}"
              "\n"
@@ -201,8 +206,9 @@ std::string upper(std::string s) {
 struct CliOptions {
   bench::Options bench;
   std::string json_path;
-  int beam = -1;       // --beam N; -1: not given
-  double seconds = 0;  // tune --seconds S; 0: not given
+  int beam = -1;                         // --beam N; -1: not given
+  double seconds = 0;                    // tune --seconds S; 0: not given
+  std::string export_path, import_path;  // tune --export F, --import F
 };
 
 // `cmd`'s options (--device, --only, --beam, --json for bench, --seconds for tune); returns an
@@ -219,7 +225,8 @@ std::optional<int> parse_options(std::string_view cmd, const std::vector<std::st
     std::string_view name = arg.substr(0, arg.find('='));
     std::optional<std::string> value;
     if (name != "--device" && name != "--only" && name != "--beam" &&
-        !(name == "--json" && cmd == "bench") && !(name == "--seconds" && cmd == "tune"))
+        !(name == "--json" && cmd == "bench") &&
+        !((name == "--seconds" || name == "--export" || name == "--import") && cmd == "tune"))
       return usage_error(fmt::format("{}: unknown option '{}'", cmd, arg));
     if (name.size() < arg.size())
       value = std::string(arg.substr(name.size() + 1));
@@ -231,6 +238,10 @@ std::optional<int> parse_options(std::string_view cmd, const std::vector<std::st
       out.bench.device = upper(*value);
     } else if (name == "--json") {
       out.json_path = *value;
+    } else if (name == "--export") {
+      out.export_path = *value;
+    } else if (name == "--import") {
+      out.import_path = *value;
     } else if (name == "--beam") {
       char* end = nullptr;
       const long n = std::strtol(value->c_str(), &end, 10);
@@ -372,7 +383,25 @@ constexpr size_t kSlowestKernels = 10;
 int tune_command(const std::vector<std::string_view>& args) {
   CliOptions options;
   if (std::optional<int> status = parse_options("tune", args, options)) return *status;
-  if (options.bench.only.empty()) return usage_error("tune: name the cases with --only");
+  if (!options.import_path.empty()) {
+    const engine::BeamImport in = engine::beam_cache_import(options.import_path);
+    fmt::print("imported {} Opt lists from {} into the BEAM cache{}\n", in.imported,
+               options.import_path,
+               in.other_version > 0
+                   ? fmt::format(" ({} of another library version skipped)", in.other_version)
+                   : "");
+  }
+  auto export_table = [&] {
+    if (options.export_path.empty()) return;
+    const size_t n = engine::beam_cache_export(options.export_path);
+    fmt::print("exported {} Opt lists from the BEAM cache to {}\n", n, options.export_path);
+  };
+  if (options.bench.only.empty()) {
+    if (options.import_path.empty() && options.export_path.empty())
+      return usage_error("tune: name the cases with --only (or --import, --export a table)");
+    export_table();
+    return 0;
+  }
   const int width = options.beam > 0 ? options.beam : 2;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<bench::CaseResult> results;
@@ -432,6 +461,7 @@ int tune_command(const std::vector<std::string_view>& args) {
       "of the {} slowest kernels by default time, {} run at least 2% faster tuned; {} of the {} "
       "kernels run more than 2% slower\n",
       slowest.size(), faster, slower, tuned.size());
+  export_table();
   return std::all_of(results.begin(), results.end(),
                      [](const bench::CaseResult& r) { return r.ok; })
              ? 0
