@@ -2,7 +2,7 @@
 // holds every number and preference the heuristics read, and the lowering choices that are
 // preferences rather than facts (texel buffers, shared uniform loads, the GEMM's tile height).
 // Each backend picks one from its own table of device families by the Target's facts
-// (src/cpu/tuning.cpp, src/vk/tuning.cpp); VKGRAD_TUNING=<name> forces a row of that table.
+// (src/cpu/target.cpp, src/vk/tuning.cpp); VKGRAD_TUNING=<name> forces a row of that table.
 // A kernel's finds on one device are no profile's business: they live in the BEAM cache.
 // Depends on nothing.
 #pragma once
