@@ -27,7 +27,7 @@
 #include <limits>
 #include <utility>
 
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 #include "ir/graph_rewrite.hpp"
 #include "ir/upat.hpp"
 

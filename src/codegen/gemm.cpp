@@ -13,7 +13,6 @@
 #include <unordered_set>
 #include <vkgrad/error.hpp>
 
-#include "codegen/linearize.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/interp.hpp"
 #include "ir/scalar.hpp"

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 
 namespace vkgrad {
 namespace {

@@ -25,7 +25,7 @@
 
 #include <span>
 
-#include "codegen/linearize.hpp"
+#include "codegen/ranges.hpp"
 
 namespace vkgrad {
 namespace heuristics {

@@ -3,7 +3,7 @@
 
 #include "codegen/gemm.hpp"
 #include "codegen/heuristics.hpp"
-#include "codegen/linearize.hpp"
+#include "codegen/ranges.hpp"
 
 namespace vkgrad::heuristics {
 namespace {

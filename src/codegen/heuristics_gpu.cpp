@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "codegen/heuristics.hpp"
-#include "codegen/linearize.hpp"
+#include "codegen/ranges.hpp"
 
 namespace vkgrad::heuristics {
 namespace {

@@ -1,6 +1,7 @@
 // codegen: the printers' shared tables and code (see language.hpp).
 #include "codegen/language.hpp"
 
+#include <cctype>
 #include <vkgrad/error.hpp>
 
 namespace vkgrad {
@@ -60,6 +61,18 @@ const char* bool_infix(Ops op) {
     default:
       return nullptr;
   }
+}
+
+std::string c_identifier(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += c;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  if (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "v" : out;
 }
 
 }  // namespace vkgrad

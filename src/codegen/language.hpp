@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 
 #include "ir/uop.hpp"
 
@@ -25,5 +26,9 @@ const char* infix(Ops op);
 // The logical operator GLSL writes for `op` on two bools (ADD is "||", MUL "&&", SUB and XOR
 // "^^", AND "&&", OR "||"), or nullptr.
 const char* bool_infix(Ops op);
+
+// `name` as letters and digits joined by single '_' (every other run of characters), never
+// empty: safe inside a C or GLSL identifier, and free of GLSL's reserved "__".
+std::string c_identifier(std::string_view name);
 
 }  // namespace vkgrad

@@ -26,8 +26,7 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
-#include "codegen/linearize.hpp"
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
 

@@ -10,47 +10,14 @@
 #include <unordered_set>
 #include <vkgrad/error.hpp>
 
-#include "codegen/pipeline.hpp"
+#include "codegen/language.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "sched/indexing.hpp"  // reduce_identity
 
 namespace vkgrad {
-
-int64_t range_size(const UOp& r) {
-  return r.src(0).is_const() ? std::get<int64_t>(r.src(0).const_value()) : -1;
-}
-
-std::vector<UOp> kernel_vars(const UOp& ast) {
-  std::vector<UOp> vars;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::DEFINE_VAR) vars.push_back(u);
-  std::sort(vars.begin(), vars.end(), [](const UOp& a, const UOp& b) {
-    return a.arg_as<VarArg>().name < b.arg_as<VarArg>().name;
-  });
-  vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
-  for (size_t i = 1; i < vars.size(); ++i) {
-    const VarArg &a = vars[i - 1].arg_as<VarArg>(), &b = vars[i].arg_as<VarArg>();
-    if (a.name == b.name)
-      throw InternalError(fmt::format(
-          "codegen: variable '{}' defined twice, as [{}, {}] {} and [{}, {}] {}", a.name, a.min,
-          a.max, vars[i - 1].dtype().name(), b.min, b.max, vars[i].dtype().name()));
-  }
-  return vars;
-}
-
-std::string c_identifier(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += c;
-    else if (!out.empty() && out.back() != '_')
-      out += '_';
-  }
-  if (!out.empty() && out.back() == '_') out.pop_back();
-  return out.empty() ? "v" : out;
-}
 
 std::string indent(int depth) { return std::string(static_cast<size_t>(depth) * 2, ' '); }
 

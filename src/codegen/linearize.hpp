@@ -27,16 +27,6 @@
 
 namespace vkgrad {
 
-// The constant trip count of a RANGE, or -1 when it is symbolic.
-int64_t range_size(const UOp& r);
-
-// The kernel's DEFINE_VARs sorted by name (Program::vars' order); two of one name that differ
-// are an InternalError.
-std::vector<UOp> kernel_vars(const UOp& ast);
-// `name` as letters and digits joined by single '_' (every other run of characters), never
-// empty: safe inside a C or GLSL identifier, and free of GLSL's reserved "__".
-std::string c_identifier(std::string_view name);
-
 std::string indent(int depth);
 
 struct LinearizeOptions {

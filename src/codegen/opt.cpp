@@ -11,7 +11,6 @@
 #include <vkgrad/error.hpp>
 
 #include "codegen/gemm.hpp"
-#include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/graph_rewrite.hpp"

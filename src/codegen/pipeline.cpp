@@ -5,6 +5,9 @@
 #include <cstdlib>
 
 #include "codegen/linearize.hpp"
+#include "codegen/passes.hpp"
+#include "codegen/ranges.hpp"
+#include "ir/debug.hpp"
 #include "ir/spec.hpp"
 #include "ir/symbolic/symbolic.hpp"
 

@@ -47,14 +47,6 @@ Estimates estimate(const UOp& ast) {
   return e;
 }
 
-int debug_level() {
-  static const int level = [] {
-    const char* v = std::getenv("DEBUG");
-    return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
-  }();
-  return level;
-}
-
 std::string uop_listing(const Program& p) {
   std::unordered_map<const UOpNode*, size_t> index;
   // A source: the number of its entry, or, printed where used, the node itself.

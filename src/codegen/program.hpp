@@ -75,10 +75,6 @@ int64_t evaluate_size(const UOp& expr, std::span<const VarArg> vars,
 // one dimension would exceed the device's limit (DeviceError beyond the whole grid).
 std::array<uint32_t, 3> group_grid(int64_t groups, const uint32_t (&max_group_count)[3]);
 
-// DEBUG from the environment (an empty value counts as unset), read once; every stage's output
-// reads this one.
-int debug_level();
-
 // The program's uops (the linear list) numbered, one per line: index, op, dtype, its sources
 // (an earlier entry's number, or the node printed where it is used: a constant, buf<slot>,
 // INDEX(buf1, 7), ...), its argument (DEBUG=5).

@@ -1,12 +1,37 @@
 // codegen: range analysis for the optimization passes (see ranges.hpp).
 #include "codegen/ranges.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
+#include <vkgrad/error.hpp>
 
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {
+
+int64_t range_size(const UOp& r) {
+  return r.src(0).is_const() ? std::get<int64_t>(r.src(0).const_value()) : -1;
+}
+
+std::vector<UOp> kernel_vars(const UOp& ast) {
+  std::vector<UOp> vars;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::DEFINE_VAR) vars.push_back(u);
+  std::sort(vars.begin(), vars.end(), [](const UOp& a, const UOp& b) {
+    return a.arg_as<VarArg>().name < b.arg_as<VarArg>().name;
+  });
+  vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+  for (size_t i = 1; i < vars.size(); ++i) {
+    const VarArg &a = vars[i - 1].arg_as<VarArg>(), &b = vars[i].arg_as<VarArg>();
+    if (a.name == b.name)
+      throw InternalError(fmt::format(
+          "codegen: variable '{}' defined twice, as [{}, {}] {} and [{}, {}] {}", a.name, a.min,
+          a.max, vars[i - 1].dtype().name(), b.min, b.max, vars[i].dtype().name()));
+  }
+  return vars;
+}
 
 RangeInfo collect_ranges(const UOp& ast) {
   RangeInfo info;

@@ -49,6 +49,12 @@ bool summed_contiguous_along(const RangeInfo& info, const UOp& r);
 // added to `with` for substitute: a flat invocation index's ranges, a register array's element.
 void digits_of(const UOp& index, const std::vector<UOp>& ranges,
                std::unordered_map<UOp, UOp, UOpHash>& with);
+// The constant trip count of a RANGE, or -1 when it is symbolic.
+int64_t range_size(const UOp& r);
+// The kernel's DEFINE_VARs sorted by name (Program::vars' order); two of one name that differ
+// are an InternalError.
+std::vector<UOp> kernel_vars(const UOp& ast);
+
 // The product of the ranges' sizes, symbolic ones at their maximum, saturating at 2^62 (it is
 // only compared with thresholds).
 int64_t prod_sizes(const std::vector<UOp>& ranges);

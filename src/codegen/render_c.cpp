@@ -20,6 +20,7 @@
 
 #include "codegen/language.hpp"
 #include "codegen/linearize.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -70,7 +71,11 @@ constexpr TypeTable kCTypes = [] {
 std::string ctype(DType d) { return type_names(kCTypes, d, "render_c").compute; }
 std::string storage_type(DType d) { return type_names(kCTypes, d, "render_c").storage; }
 std::string utype(DType d) { return type_names(kCTypes, d, "render_c").unsigned_; }
-bool is_signed_int(DType d) { return d.is_int() && !d.is_unsigned() && d != dtypes::index; }
+// A signed integer of the kernel's values (not an index) whose sum, difference and product C
+// computes in its unsigned type, so that an overflow wraps instead of being undefined.
+bool wraps_through_unsigned(DType d) {
+  return d.is_int() && !d.is_unsigned() && d != dtypes::index;
+}
 
 std::string float_literal(double v, DType d) {
   const bool f32 = d.scalar() != dtypes::float64;
@@ -105,7 +110,7 @@ std::string alu_expr(Ops op, DType d, DType sd, const std::vector<std::string>& 
     case Ops::ADD:
     case Ops::SUB:
     case Ops::MUL:
-      if (is_signed_int(d))
+      if (wraps_through_unsigned(d))
         return fmt::format("(({})(({}){} {} ({}){}))", T, utype(d), s[0], o, utype(d), s[1]);
       if (d.is_int() && d.itemsize() < 4) return fmt::format("(({})({} {} {}))", T, s[0], o, s[1]);
       return fmt::format("({} {} {})", s[0], o, s[1]);

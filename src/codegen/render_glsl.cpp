@@ -53,7 +53,7 @@
 #include "codegen/glsl_functions.hpp"
 #include "codegen/language.hpp"
 #include "codegen/linearize.hpp"
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 #include "ir/symbolic/symbolic.hpp"
 
 namespace vkgrad {

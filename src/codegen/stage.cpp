@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
-#include "codegen/linearize.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"

@@ -37,7 +37,7 @@
 #include <numbers>
 #include <span>
 
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 #include "ir/graph_rewrite.hpp"
 #include "ir/upat.hpp"
 

@@ -13,8 +13,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "codegen/linearize.hpp"
-#include "codegen/pipeline.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vkgrad/error.hpp>
 
-#include "codegen/disk_cache.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace vkgrad::cpu {
 

@@ -89,7 +89,7 @@ class Compiler {
   };
   Stats stats() const;
 
-  // The shared cache root (codegen/disk_cache.hpp's cache_root()); compile() creates it on demand.
+  // The shared cache root (runtime/disk_cache.hpp's cache_root()); compile() creates it on demand.
   static std::string cache_dir();
 
  private:

@@ -20,8 +20,8 @@
 #include <xmmintrin.h>
 #endif
 
-#include "codegen/linearize.hpp"  // range_size
 #include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "cpu/compiler.hpp"
 #include "cpu/thread_pool.hpp"
 
@@ -179,9 +179,6 @@ class CpuRuntime final : public Runtime {
   }
   void copy_out(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
-  }
-  Program render(const UOp& ast, const CodegenOptions& options) override {
-    return codegen(ast, options, target_);
   }
   using Runtime::compile;
   std::shared_ptr<CompiledKernel> compile(const Program& p, CompilePurpose purpose) override {

@@ -16,8 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/linearize.hpp"
+#include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "engine/beam_timing.hpp"
+#include "ir/debug.hpp"
 
 namespace vkgrad::engine {
 namespace {
@@ -193,7 +195,7 @@ BeamResult beam_search(Runtime& rt, const UOp& ast, std::span<const size_t> slot
                        std::chrono::steady_clock::time_point deadline) {
   BeamResult res;
   if (!kernel_vars(ast).empty() || width <= 0) {
-    res.opts = res.heuristic = rt.render(ast, {.optimize = true}).opts;
+    res.opts = res.heuristic = codegen(ast, {.optimize = true}, rt.target()).opts;
     return res;
   }
   res.searched = true;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vkgrad/error.hpp>
 
-#include "codegen/disk_cache.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace vkgrad::engine {
 namespace {

@@ -1,7 +1,7 @@
 // engine: the BEAM cache — each searched kernel's winning Opt list on disk, so that a tuned model
 // stays fast in every later process (BEAM=0 included).
 //
-// SQLite, in <cache root>/beam.db (codegen/disk_cache.hpp: VKGRAD_CACHE_DIR, ...): one row per
+// SQLite, in <cache root>/beam.db (runtime/disk_cache.hpp: VKGRAD_CACHE_DIR, ...): one row per
 // (device identity, kernel), the kernel as its AST's deterministic text (buffer identity is not
 // in a kernel AST: slots are numbered), the device as Runtime::identity() (device, driver or
 // compiler, Target), and the library version in a column that must match. SQLite's own locking

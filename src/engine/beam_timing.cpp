@@ -18,7 +18,9 @@
 #include <utility>
 #include <vkgrad/error.hpp>
 
+#include "codegen/pipeline.hpp"
 #include "engine/beam.hpp"
+#include "ir/debug.hpp"
 
 namespace vkgrad::engine {
 namespace {
@@ -111,7 +113,7 @@ Search::Search(Runtime& rt, const UOp& ast, std::span<const size_t> slot_bytes)
 }
 
 std::vector<Opt> Search::reference() {
-  const Program p = rt_.render(ast_, {.optimize = true});
+  const Program p = codegen(ast_, {.optimize = true}, rt_.target());
   sources_.insert(p.source);
   reference_kernel_ = rt_.compile(p);
   run_alone(*reference_kernel_);  // lavapipe compiles a pipeline's code at its first dispatch
@@ -149,7 +151,7 @@ std::vector<std::shared_ptr<CompiledKernel>> Search::build(
   auto work = [&] {
     for (size_t i; (i = next++) < lists.size();) {
       try {
-        const Program p = rt_.render(ast_, {.opts = lists[i]});
+        const Program p = codegen(ast_, {.opts = lists[i]}, rt_.target());
         {
           std::lock_guard lock(sources_mu);
           if (!sources_.insert(p.source).second) continue;

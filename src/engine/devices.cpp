@@ -18,6 +18,7 @@
 #include <vkgrad/device.hpp>
 
 #include "engine/internal.hpp"
+#include "ir/debug.hpp"
 #include "runtime/registry.hpp"
 
 namespace vkgrad {

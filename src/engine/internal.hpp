@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
-bool noopt();  // NOOPT=1, read once (DEBUG: codegen's debug_level())
+bool noopt();  // NOOPT=1, read once (DEBUG: ir/debug.hpp)
 
 extern std::mutex g_stats_mu;
 extern RuntimeStats g_stats;  // under g_stats_mu

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "codegen/program.hpp"  // debug_level
+#include "ir/debug.hpp"
 
 namespace vkgrad::engine {
 namespace {

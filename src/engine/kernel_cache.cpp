@@ -18,6 +18,7 @@
 #include "engine/beam.hpp"
 #include "engine/beam_cache.hpp"
 #include "engine/internal.hpp"
+#include "ir/debug.hpp"
 #include "ir/print.hpp"
 
 namespace vkgrad {
@@ -74,15 +75,15 @@ std::string rate(double amount, double ms, const char* unit) {
 // A cached list that no longer applies (the code generator changed under the same version):
 // the heuristics', with a warning.
 Program render_tuned(Runtime& rt, const UOp& ast, CodegenOptions& opts) {
-  if (!opts.opts) return rt.render(ast, opts);
+  if (!opts.opts) return codegen(ast, opts, rt.target());
   try {
-    return rt.render(ast, opts);
+    return codegen(ast, opts, rt.target());
   } catch (const Error& e) {
     std::fprintf(stderr, "vkgrad: warning: the %s's Opt list for %s does not apply (%s)\n",
                  opts.origin.c_str(), kernel_name(ast).c_str(), e.what());
   }
   opts.opts.reset();
-  return rt.render(ast, opts);
+  return codegen(ast, opts, rt.target());
 }
 
 // Runtime::identity(), computed once per runtime (the CPU's reads /proc/cpuinfo).

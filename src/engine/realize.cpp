@@ -14,6 +14,7 @@
 
 #include "codegen/pipeline.hpp"
 #include "engine/internal.hpp"
+#include "ir/debug.hpp"
 #include "sched/lazy.hpp"
 #include "sched/schedule.hpp"
 

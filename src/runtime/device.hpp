@@ -69,8 +69,7 @@ class Runtime {
   virtual void copy_in(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_out(void* dst, const void* src, size_t bytes) = 0;
 
-  // Kernel AST (sched/schedule.hpp) -> source for this device, then -> a launchable kernel.
-  virtual Program render(const UOp& ast, const CodegenOptions& options) = 0;
+  // A Program (codegen(ast, options, target()) of a kernel AST) -> a launchable kernel.
   // compile() may be called from several threads at once.
   std::shared_ptr<CompiledKernel> compile(const Program& program) {
     return compile(program, CompilePurpose::use);

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <vkgrad/error.hpp>
 
-#include "codegen/disk_cache.hpp"
-#include "codegen/program.hpp"  // debug_level
+#include "ir/debug.hpp"
+#include "runtime/disk_cache.hpp"
 #include "vk/counters.hpp"
 #include "vk/device.hpp"
 

@@ -29,7 +29,7 @@ std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& 
 // probes of quirks.hpp, which must not show in the compiles tests count.
 std::vector<uint32_t> glsl_to_spirv_uncached(const std::string& name, const std::string& source);
 
-// <cache root>/vk (codegen/disk_cache.hpp: $VKGRAD_CACHE_DIR, else $XDG_CACHE_HOME/vkgrad, ...).
+// <cache root>/vk (runtime/disk_cache.hpp: $VKGRAD_CACHE_DIR, else $XDG_CACHE_HOME/vkgrad, ...).
 std::filesystem::path cache_dir();
 // Writes through a temporary file in the same folder and a rename, so readers never see a
 // partial file. Best effort: returns false (and leaves nothing behind) on failure.

@@ -103,9 +103,6 @@ class VulkanRuntime final : public Runtime {
     if (bytes > 0) ex_->memory.read(dst, *static_cast<const Allocation*>(src), bytes);
   }
 
-  Program render(const UOp& ast, const CodegenOptions& options) override {
-    return codegen(ast, options, target_);
-  }
   using Runtime::compile;
   std::shared_ptr<CompiledKernel> compile(const Program& program, CompilePurpose purpose) override {
     check_launch_shape(*ex_->device, program);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/pipeline.hpp"
 #include "ir/uop.hpp"
 #include "runtime/device.hpp"
 
@@ -146,7 +147,7 @@ inline const std::vector<int64_t> kValues = {kMin, 3, 64, 333, 999, kMax};
 class Launcher {
  public:
   Launcher(Runtime& rt, const Case& c) : rt_(rt), case_(c) {
-    program = rt.render(c.ast, {});
+    program = codegen(c.ast, {}, rt.target());
     kernel = rt.compile(program);
     for (size_t s = 0; s < c.counts.size(); ++s) {
       void* h = rt.alloc(static_cast<size_t>(c.counts[s]) * sizeof(float));

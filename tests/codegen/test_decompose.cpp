@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
 #include "scheduled.hpp"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
 

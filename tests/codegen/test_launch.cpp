@@ -4,6 +4,7 @@
 
 #include <vkgrad/vkgrad.hpp>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "scheduled.hpp"

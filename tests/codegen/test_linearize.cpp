@@ -6,6 +6,7 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "codegen/linearize.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "scheduled.hpp"
 #include "test_glsl_tools.hpp"

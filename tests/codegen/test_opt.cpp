@@ -6,8 +6,8 @@
 #include <vkgrad/error.hpp>
 #include <vkgrad/vkgrad.hpp>
 
-#include "codegen/linearize.hpp"
 #include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "scheduled.hpp"
 #include "symbolic_kernels.hpp"

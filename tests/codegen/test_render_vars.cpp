@@ -5,8 +5,9 @@
 
 #include <vkgrad/error.hpp>
 
-#include "codegen/linearize.hpp"
+#include "codegen/language.hpp"
 #include "codegen/pipeline.hpp"
+#include "codegen/ranges.hpp"
 #include "ir/symbolic/symbolic.hpp"
 #include "symbolic_kernels.hpp"
 #include "test_glsl_tools.hpp"

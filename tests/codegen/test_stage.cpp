@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vkgrad/vkgrad.hpp>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/spec.hpp"
 #include "scheduled.hpp"

@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/interp.hpp"
 #include "ir/symbolic/symbolic.hpp"

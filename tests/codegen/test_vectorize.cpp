@@ -5,6 +5,7 @@
 
 #include <vkgrad/vkgrad.hpp>
 
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/spec.hpp"
 #include "ir/symbolic/symbolic.hpp"

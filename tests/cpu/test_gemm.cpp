@@ -110,7 +110,7 @@ void expect_with_opts(int64_t m, int64_t k, int64_t n, bool a_t, const std::vect
   ASSERT_EQ(s.kernels.size(), 1u);
   Runtime& rt = engine::runtime_of("CPU");
   const std::shared_ptr<CompiledKernel> kernel =
-      rt.compile(rt.render(s.kernels[0].ast, {.opts = opts}));
+      rt.compile(codegen(s.kernels[0].ast, {.opts = opts}, rt.target()));
   std::vector<float> a_stored = a.values;
   if (a_t)
     for (int64_t i = 0; i < m; ++i)
@@ -366,7 +366,7 @@ TEST(Gemm, WinogradConvolutions) {
           {{OptOp::GEMM, 3, 0}, {OptOp::BLOCK, 0, 3}},
           {{OptOp::GEMM, 1, 0}, {OptOp::BLOCK, 0, 3}, {OptOp::BLOCK, 1, 64}}}) {
       SCOPED_TRACE(to_string(opts));
-      const Program p = rt.render(s.kernels[0].ast, {.opts = opts});
+      const Program p = codegen(s.kernels[0].ast, {.opts = opts}, rt.target());
       EXPECT_EQ(p.source.find("Winograd") != std::string::npos, opts[0].axis == 3);
       const std::shared_ptr<CompiledKernel> kernel = rt.compile(p);
       std::vector<void*> bufs;

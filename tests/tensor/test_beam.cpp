@@ -20,6 +20,7 @@
 #include <regex>
 #include <vkgrad/vkgrad.hpp>
 
+#include "codegen/pipeline.hpp"
 #include "engine/beam.hpp"
 #include "engine/beam_cache.hpp"
 #include "engine/internal.hpp"
@@ -69,7 +70,7 @@ TEST_P(BeamTest, FindsAListNoSlowerThanTheHeuristics) {
   EXPECT_GT(r.timing_seconds, 0);
   EXPECT_LE(r.compile_seconds + r.check_seconds + r.timing_seconds, wall);
   // The winner renders and compiles (its output was compared with the heuristics' kernel).
-  EXPECT_NO_THROW(rt.compile(rt.render(k.ast, {.opts = r.opts})));
+  EXPECT_NO_THROW(rt.compile(codegen(k.ast, {.opts = r.opts}, rt.target())));
 }
 
 // A candidate's first run pays for its first use (lavapipe compiles the pipeline's code then; a
@@ -110,7 +111,7 @@ TEST_P(BeamTest, TheScheduleTimesEachVariantAmongItsKernels) {
   std::vector<std::vector<std::string>> vars(s.kernels.size());
   std::vector<engine::BeamResult> searches;
   for (const ScheduleKernel& k : s.kernels) {
-    kernels.push_back(rt.compile(rt.render(k.ast, {.optimize = true})));
+    kernels.push_back(rt.compile(codegen(k.ast, {.optimize = true}, rt.target())));
     std::vector<size_t> bytes;
     for (int i : k.buffers) {
       const ScheduleBuffer& sb = s.buffers.at(static_cast<size_t>(i));
@@ -467,7 +468,7 @@ TEST_P(BeamTest, ASpentBudgetEndsTheSearchAndLeavesLaterKernelsTheHeuristics) {
   EXPECT_LE(
       static_cast<size_t>(cut.tried),
       cut.heuristic.size() + engine::beam_neighbours(k.ast, cut.heuristic, rt.target()).size());
-  EXPECT_NO_THROW(rt.compile(rt.render(k.ast, {.opts = cut.opts})));
+  EXPECT_NO_THROW(rt.compile(codegen(k.ast, {.opts = cut.opts}, rt.target())));
 
   const CacheDir cache("budget");
   const std::vector<double> av = random_values(12 * 20, -1, 1, 13),

@@ -8,6 +8,7 @@
 #include <vkgrad/vkgrad.hpp>
 
 #include "codegen/opt.hpp"
+#include "codegen/pipeline.hpp"
 #include "engine/internal.hpp"
 #include "harness.hpp"
 #include "ir/uop.hpp"
@@ -95,7 +96,7 @@ void run_case(const std::string& device, const Case& c) {
   const Schedule s = build_schedule(g.key);
   ASSERT_EQ(s.kernels.size(), 1u);
   Runtime& rt = engine::runtime_of(device);
-  const Program p = rt.render(s.kernels[0].ast, {.opts = c.opts});
+  const Program p = codegen(s.kernels[0].ast, {.opts = c.opts}, rt.target());
   const std::shared_ptr<CompiledKernel> kernel = rt.compile(p);
   // Slot 0 is the output; the inputs are told apart by their sizes (the cases keep m != n).
   std::vector<void*> bufs;
@@ -229,7 +230,8 @@ TEST_P(TilesTest, SharedUniformLoadsMatchDoublePrecision) {
   if (rt.identity().find("shuffle true") == std::string::npos) return;
   const Tensor a = Tensor::empty({24, 32}, f32, dev()), b = Tensor::empty({32, 64}, f32, dev());
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(a.matmul(b))});
-  const Program p = rt.render(build_schedule(g.key).kernels.at(0).ast, {.opts = cases[0].opts});
+  const Program p =
+      codegen(build_schedule(g.key).kernels.at(0).ast, {.opts = cases[0].opts}, rt.target());
   EXPECT_NE(p.source.find("subgroupShuffle("), std::string::npos) << p.source;
 }
 
@@ -263,7 +265,8 @@ TEST_P(TilesTest, HeuristicMatmulsMatchDoublePrecision) {
   if (rt.identity().find("tiles true") == std::string::npos) return;
   const Tensor big = Tensor::empty({1024, 1024}, dtypes::float32, dev());
   const NormalizedGraph g = normalize_graph(std::vector<UOp>{tensor::uop(big.matmul(big))});
-  const Program p = rt.render(build_schedule(g.key).kernels.at(0).ast, {.optimize = true});
+  const Program p =
+      codegen(build_schedule(g.key).kernels.at(0).ast, {.optimize = true}, rt.target());
   EXPECT_TRUE(std::any_of(p.opts.begin(), p.opts.end(), [](const Opt& o) {
     return o.op == OptOp::STAGE;
   })) << to_string(p.opts);
@@ -278,7 +281,7 @@ TEST_P(TilesTest, TilesOverTheSharedMemoryAreAnError) {
   const Schedule s = build_schedule(g.key);
   Runtime& rt = engine::runtime_of(dev());
   const std::vector<Opt> opts{{OptOp::LOCAL, 1, 8}, {OptOp::LOCAL, 0, 8}, {OptOp::STAGE, 0, 1024}};
-  EXPECT_THROW(rt.render(s.kernels.at(0).ast, {.opts = opts}), Error);
+  EXPECT_THROW(codegen(s.kernels.at(0).ast, {.opts = opts}, rt.target()), Error);
   // The device goes on.
   expect_values(Tensor::ones({2, 2}, {}, dev()).matmul(Tensor::ones({2, 2}, {}, dev())), {2, 2},
                 dtypes::float32, {2, 2, 2, 2});

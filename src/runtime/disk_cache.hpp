@@ -1,4 +1,4 @@
-// codegen: what the runtimes' disk caches share — where the cache lives and how keys are hashed.
+// runtime: what the runtimes' disk caches share — where the cache lives and how keys are hashed.
 // The CPU runtime keeps shared objects under <root>/cpu, the Vulkan runtime SPIR-V and pipeline
 // caches under <root>/vk.
 #pragma once

@@ -1,5 +1,5 @@
-// codegen: the cache root shared by the runtimes' disk caches (disk_cache.hpp).
-#include "codegen/disk_cache.hpp"
+// runtime: the cache root shared by the runtimes' disk caches (disk_cache.hpp).
+#include "runtime/disk_cache.hpp"
 
 #include <cstdlib>
 
