@@ -284,6 +284,220 @@ int64_t gemm_max_rows(const Target& target, int64_t vectors) {
   return vectors <= 2 ? mr : std::max<int64_t>(1, 2 * mr / vectors);
 }
 
+namespace {
+
+// What plan_gemm's steps share: the kernel's ranges, the plan so far, who reads each output range
+// (assign_axes), the target's blocking and the GEMM's sizes.
+struct Planner {
+  Planner(const Target& t, const GemmChoice& c, const RangeInfo& i, GemmPlan& plan)
+      : target(t), choice(c), a_read(c.a), info(i), p(plan) {}
+  const Target& target;
+  const GemmChoice& choice;
+  const GemmA a_read;
+  const RangeInfo& info;
+  GemmPlan& p;
+  std::vector<int> owner;  // by output range: 1 only a, 2 only b, 0 both or neither
+  int n_last = -1;         // the columns' innermost output range
+  Blocking b{};
+  int64_t M = 0, K = 0, N = 0;
+  // N rounded up to whole strips of nr columns.
+  int64_t padded_columns(int64_t nr) const { return (N + nr - 1) / nr * nr; }
+};
+
+// The innermost output range below `below` that `who` owns alone (1 a, 2 b; 0 either), or -1.
+int innermost_owned_by(const std::vector<int>& owner, int who, int below) {
+  for (int i = below - 1; i >= 0; --i)
+    if (owner[i] != 0 && (who == 0 || owner[i] == who)) return i;
+  return -1;
+}
+
+// The first output range of the run up to `last` that last's owner owns.
+int run_start(const std::vector<int>& owner, int last) {
+  int first = last;
+  while (first > 0 && owner[first - 1] == owner[last]) --first;
+  return first;
+}
+
+// Who reads each output range: 1 only a, 2 only b, 0 both or neither (a batch range). The
+// columns are the innermost range one operand owns, with its neighbours that operand also owns;
+// the rows are the innermost run the other operand owns, the same way (each run flattened: a
+// convolution's output rows and columns, a batch of a's rows). The rest loop around the GEMM.
+// False where no operand owns an output range.
+bool assign_axes(Planner& s) {
+  GemmPlan& p = s.p;
+  const RangeInfo& info = s.info;
+  std::vector<int>& owner = s.owner;
+  const int g = static_cast<int>(info.globals.size());
+  owner = std::vector<int>(info.globals.size());
+  for (int i = 0; i < g; ++i) {
+    const bool in_a = mentions(p.a, info.globals[i]), in_b = mentions(p.b, info.globals[i]);
+    owner[i] = in_a == in_b ? 0 : in_a ? 1 : 2;
+  }
+  const int n_last = innermost_owned_by(owner, 0, g);
+  if (n_last < 0) return false;
+  s.n_last = n_last;
+  const int n_first = run_start(owner, n_last);
+  // No rows (the other operand owns no output range: a depthwise convolution, whose channels
+  // both operands read) is one row per batch element, for a window only (below).
+  const int m_last = innermost_owned_by(owner, 3 - owner[n_last], n_first);
+  const int m_first = m_last < 0 ? 0 : run_start(owner, m_last);
+  for (int i = 0; i < g; ++i)
+    (i >= n_first && i <= n_last                  ? p.n
+     : m_last >= 0 && i >= m_first && i <= m_last ? p.m
+                                                  : p.batch)
+        .push_back(info.globals[i]);
+  return true;
+}
+
+// Columns too few for a strip of the micro kernel (a convolution's 2 x 2 pixels at the end of
+// a network on small images), or rows too few for a register tile (its input gradient's
+// windows over those pixels), take the batch ranges the same operand owns alone: batch x
+// pixels columns or rows, where a batch of GEMMs 4 columns or rows wide ran at 7-10 GFLOPS.
+void widen(Planner& s, std::vector<UOp>& run, int owner_of_run, int64_t least) {
+  GemmPlan& p = s.p;
+  const int g = static_cast<int>(s.info.globals.size());
+  if (prod_sizes(run) >= least) return;
+  std::vector<UOp> wide, batch;
+  for (int i = 0; i < g; ++i) {
+    const UOp& r = s.info.globals[i];
+    const bool in_run = std::find(run.begin(), run.end(), r) != run.end();
+    const bool in_batch = std::find(p.batch.begin(), p.batch.end(), r) != p.batch.end();
+    if (in_run || (in_batch && s.owner[i] == owner_of_run))
+      wide.push_back(r);
+    else if (in_batch)
+      batch.push_back(r);
+  }
+  run = std::move(wide);
+  p.batch = std::move(batch);
+}
+
+// B is packed for all of k at once, in blocks of columns within the budget, one strip of nr
+// columns at least: a long k (a conv's weight gradient sums over batch x rows x columns, 100K
+// at batch 32 and 56 x 56) takes a strip up to kMaxStripScale times the budget (the plain
+// register tile would run at 12 GFLOPS instead of ~150).
+// A row per batch element pays from an eighth of the GEMM's least work (the masked loops it
+// replaces are slow).
+// A batch of GEMMs (a grouped convolution's groups) counts whole.
+bool worth_packing(const Planner& s) {
+  const GemmPlan& p = s.p;
+  const Blocking& b = s.b;
+  const int64_t M = s.M, K = s.K, N = s.N;
+  const int64_t work = M * N * K * prod_sizes(p.batch) * (p.m.empty() ? 8 : 1);
+  if ((M < 4 && !p.m.empty()) || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
+      M * N > (int64_t{1} << 40) / K || work < kGemmMinWork)
+    return false;
+  return true;
+}
+
+// A window copy instead of packed B where it fits the same budget; the columns then run over
+// the copy's rows (y * cols + x).
+void use_window(Planner& s) {
+  GemmPlan& p = s.p;
+  if (auto w = find_window(p, s.info.next_id); w && w->plane <= s.b.panel_floats) {
+    p.window = std::move(w);
+    s.N = range_size(p.n[0]) * p.window->cols;
+  }
+}
+
+// The register tile's columns: two vectors, one for a narrow output (a classifier's 10
+// columns), four where the target keeps 6 rows or more of them (AVX-512's 12 x 2 as 6 x 4) and
+// they pad no more columns than two vectors would, or the choice's (within the columns,
+// rounded up to a vector); its most rows keep as many accumulators as the default tile's.
+// Four vectors load A's rows half as often for each multiply-add: a 512 matmul 271 -> 365
+// GFLOPS, ResNet-50's 1 x 1s at 56 x 56 and 7 x 7 1.05-1.29x, where its BEAM search found
+// them first. Not where the window's planes are the batch (a depthwise stencil, one row) nor
+// for Winograd, whose searches kept two.
+bool choose_columns(Planner& s) {
+  GemmPlan& p = s.p;
+  const Blocking& b = s.b;
+  const int64_t N = s.N;
+  const int64_t wide_nr = kMaxTileVectors * b.vector;
+  const bool wide = !p.m.empty() && s.a_read != GemmA::winograd &&
+                    gemm_max_rows(s.target, kMaxTileVectors) >= 6 &&
+                    s.padded_columns(b.vector) >= wide_nr &&
+                    s.padded_columns(wide_nr) <= s.padded_columns(b.nr);
+  p.nr = s.choice.vectors > 0 ? s.choice.vectors * b.vector
+         : N < b.nr           ? b.vector
+         : wide               ? wide_nr
+                              : b.nr;
+  if (p.nr > s.padded_columns(b.vector)) return false;
+  return true;
+}
+
+// The panels' rows: the most, down to two thirds of the register tile's, that computes at most
+// 1% of rows past M, else the fewest past M (64 rows as 8 panels of 8, not 6 of 11 with 2 rows
+// wasted, 1024 as 86 of 12: 7 x 32 conv b32 took 26.0 ms with 11, 24.2 with 8 rows; a 512
+// matmul ran 5% slower with 8 rows than with 12).
+bool choose_rows(Planner& s) {
+  GemmPlan& p = s.p;
+  const GemmChoice& choice = s.choice;
+  const int64_t M = s.M;
+  const int64_t most_rows = gemm_max_rows(s.target, p.nr / s.b.vector);
+  auto padded = [&](int64_t mr) { return (M + mr - 1) / mr * mr; };
+  p.mr = most_rows;
+  for (int64_t mr = most_rows; mr >= std::max<int64_t>(1, most_rows * 2 / 3); --mr) {
+    if (padded(mr) * 100 <= M * 101) {
+      p.mr = mr;
+      break;
+    }
+    if (padded(mr) < padded(p.mr)) p.mr = mr;
+  }
+  if (M < p.mr) p.mr = M;  // one row (the depthwise stencil)
+  if (choice.rows < 0 || choice.rows > most_rows) return false;
+  if (choice.rows > 0) p.mr = choice.rows;
+  return true;
+}
+
+// k in even blocks of at most the choice's, else of as many steps as keep a micro panel of B
+// (kc x nr) in L1; A's block of mc x kc in a quarter of L2. (Four vectors with two vectors'
+// k block: the encoder's first FFN matmul 1.13x and its attention scores 1.23x slower.)
+bool block_k(Planner& s) {
+  GemmPlan& p = s.p;
+  const Target& target = s.target;
+  const GemmChoice& choice = s.choice;
+  const Blocking& b = s.b;
+  const int64_t K = s.K;
+  if (choice.kc > 0 && choice.kc >= K) return false;
+  const int64_t kc_most =
+      choice.kc > 0 ? choice.kc : std::max(b.vector, target.l1_bytes / (p.nr * 4));
+  const int64_t k_blocks = (K + kc_most - 1) / kc_most;
+  p.kc = (K + k_blocks - 1) / k_blocks;
+  p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
+  // B's blocks of columns: whole strips (the C tile's rows are nc wide).
+  const int64_t n_pad = s.padded_columns(p.nr);
+  p.nc = std::min({n_pad, std::max(p.nr, b.max_nc / p.nr * p.nr),
+                   std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
+  return true;
+}
+
+// A read in place streams each row of a panel over all of k (the hardware prefetcher follows a
+// long run along each row; a k block's 1 KiB of a row it does not, and a 7 x 7 convolution's
+// weights, read once, then ran at two thirds of the multiply-adds' speed), through each strip
+// in turn (render_c) while the panel is in L1 or L2: no k block keeps B's micro panel in L1,
+// but B's few strips are L2's, at two vectors per k. Few strips of the default tile's width,
+// whatever the tile's: a 2048 matmul's 8 strips of four vectors (as many columns as 16 of two)
+// ran at 134 GFLOPS with A in place against 280 packed on an Intel Xeon (its 512 matmul 310 ->
+// 280, ResNet-50 and the encoder the same). Keeping A in place only while a wide strip of B
+// (K x 4 vectors) fits in L2 instead took ResNet-50 15% slower.
+void lay_out_scratch(Planner& s) {
+  GemmPlan& p = s.p;
+  const int64_t K = s.K;
+  if (p.a_rows) p.kc = K;
+  p.scratch_a = 0;
+  p.scratch_b = p.scratch_a + part(p.a_rows ? 0 : p.mc * p.kc);
+  int64_t b_floats = K * p.nc;
+  if (p.window) {
+    // The copy, then zeros for the last strip's reach past it (a column at most cols - 1 past
+    // the plane, plus a strip), then the offsets.
+    p.window->floats = part(p.window->plane + p.window->cols + p.nr);
+    b_floats = p.window->floats + K;
+  }
+  p.scratch_c = p.scratch_b + part(b_floats);
+  p.scratch_floats = p.scratch_c + part(p.mc * p.nc);
+}
+
+}  // namespace
+
 std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const GemmChoice& choice) {
   const GemmA a_read = choice.a;
   if (!target.gemm || choice.vectors < 0 || choice.vectors > kMaxTileVectors || choice.kc < 0)
@@ -300,136 +514,28 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
     if (x.op() == Ops::RANGE && range_size(x) < 1) return std::nullopt;
   GemmPlan p;
   p.reduce = r, p.a = r.src(0).src(0), p.b = r.src(0).src(1), p.k = info.reduces;
-  // Who reads each output range: 1 only a, 2 only b, 0 both or neither (a batch range). The
-  // columns are the innermost range one operand owns, with its neighbours that operand also owns;
-  // the rows are the innermost run the other operand owns, the same way (each run flattened: a
-  // convolution's output rows and columns, a batch of a's rows). The rest loop around the GEMM.
-  const int g = static_cast<int>(info.globals.size());
-  std::vector<int> owner(info.globals.size());
-  for (int i = 0; i < g; ++i) {
-    const bool in_a = mentions(p.a, info.globals[i]), in_b = mentions(p.b, info.globals[i]);
-    owner[i] = in_a == in_b ? 0 : in_a ? 1 : 2;
-  }
-  auto innermost_owned_by = [&](int who, int below) {
-    for (int i = below - 1; i >= 0; --i)
-      if (owner[i] != 0 && (who == 0 || owner[i] == who)) return i;
-    return -1;
-  };
-  auto run_start = [&](int last) {
-    int first = last;
-    while (first > 0 && owner[first - 1] == owner[last]) --first;
-    return first;
-  };
-  const int n_last = innermost_owned_by(0, g);
-  if (n_last < 0) return std::nullopt;
-  const int n_first = run_start(n_last);
-  // No rows (the other operand owns no output range: a depthwise convolution, whose channels
-  // both operands read) is one row per batch element, for a window only (below).
-  const int m_last = innermost_owned_by(3 - owner[n_last], n_first);
-  const int m_first = m_last < 0 ? 0 : run_start(m_last);
-  for (int i = 0; i < g; ++i)
-    (i >= n_first && i <= n_last                  ? p.n
-     : m_last >= 0 && i >= m_first && i <= m_last ? p.m
-                                                  : p.batch)
-        .push_back(info.globals[i]);
-  // Columns too few for a strip of the micro kernel (a convolution's 2 x 2 pixels at the end of
-  // a network on small images), or rows too few for a register tile (its input gradient's
-  // windows over those pixels), take the batch ranges the same operand owns alone: batch x
-  // pixels columns or rows, where a batch of GEMMs 4 columns or rows wide ran at 7-10 GFLOPS.
-  auto widen = [&](std::vector<UOp>& run, int owner_of_run, int64_t least) {
-    if (prod_sizes(run) >= least) return;
-    std::vector<UOp> wide, batch;
-    for (int i = 0; i < g; ++i) {
-      const UOp& r = info.globals[i];
-      const bool in_run = std::find(run.begin(), run.end(), r) != run.end();
-      const bool in_batch = std::find(p.batch.begin(), p.batch.end(), r) != p.batch.end();
-      if (in_run || (in_batch && owner[i] == owner_of_run))
-        wide.push_back(r);
-      else if (in_batch)
-        batch.push_back(r);
-    }
-    run = std::move(wide);
-    p.batch = std::move(batch);
-  };
-  widen(p.n, owner[n_last], kMinColumns);
-  if (!p.m.empty()) widen(p.m, 3 - owner[n_last], kMinRows);
+  Planner s(target, choice, info, p);
+  if (!assign_axes(s)) return std::nullopt;
+  const std::vector<int>& owner = s.owner;
+  const int n_last = s.n_last;
+  widen(s, p.n, owner[n_last], kMinColumns);
+  if (!p.m.empty()) widen(s, p.m, 3 - owner[n_last], kMinRows);
   if (owner[n_last] == 1) std::swap(p.a, p.b);
-  const int64_t M = prod_sizes(p.m), K = prod_sizes(p.k);
-  int64_t N = prod_sizes(p.n);
-  const Blocking b = blocking(target);
-  // B is packed for all of k at once, in blocks of columns within the budget, one strip of nr
-  // columns at least: a long k (a conv's weight gradient sums over batch x rows x columns, 100K
-  // at batch 32 and 56 x 56) takes a strip up to kMaxStripScale times the budget (the plain
-  // register tile would run at 12 GFLOPS instead of ~150).
-  // A row per batch element pays from an eighth of the GEMM's least work (the masked loops it
-  // replaces are slow).
-  // A batch of GEMMs (a grouped convolution's groups) counts whole.
-  const int64_t work = M * N * K * prod_sizes(p.batch) * (p.m.empty() ? 8 : 1);
-  if ((M < 4 && !p.m.empty()) || N < 8 || K * b.nr > kMaxStripScale * b.panel_floats ||
-      M * N > (int64_t{1} << 40) / K || work < kGemmMinWork)
-    return std::nullopt;
-  // A window copy instead of packed B where it fits the same budget; the columns then run over
-  // the copy's rows (y * cols + x).
-  if (auto w = find_window(p, info.next_id); w && w->plane <= b.panel_floats) {
-    p.window = std::move(w);
-    N = range_size(p.n[0]) * p.window->cols;
-  }
+  s.M = prod_sizes(p.m), s.K = prod_sizes(p.k);
+  s.N = prod_sizes(p.n);
+  s.b = blocking(target);
+  if (!worth_packing(s)) return std::nullopt;
+  use_window(s);
   // Without rows only the window pays: a stencil of mr = 1 over each plane's copy, every tap an
   // unaligned vector load (a depthwise 3 x 3 ran at 15-24 GFLOPS as masked loops).
   // A strided one pays from 256 columns (MobileNetV2's stride-2 7 x 7 x 576 ran 0.057 -> 0.095
   // ms: four phase planes of 8 x 8 each per channel, two strips of columns).
   if (p.m.empty() &&
-      (!p.window || p.batch.empty() || ((p.window->sy > 1 || p.window->sx > 1) && N < 256)))
+      (!p.window || p.batch.empty() || ((p.window->sy > 1 || p.window->sx > 1) && s.N < 256)))
     return std::nullopt;
-  p.vector = b.vector;
-  // The register tile's columns: two vectors, one for a narrow output (a classifier's 10
-  // columns), four where the target keeps 6 rows or more of them (AVX-512's 12 x 2 as 6 x 4) and
-  // they pad no more columns than two vectors would, or the choice's (within the columns,
-  // rounded up to a vector); its most rows keep as many accumulators as the default tile's.
-  // Four vectors load A's rows half as often for each multiply-add: a 512 matmul 271 -> 365
-  // GFLOPS, ResNet-50's 1 x 1s at 56 x 56 and 7 x 7 1.05-1.29x, where its BEAM search found
-  // them first. Not where the window's planes are the batch (a depthwise stencil, one row) nor
-  // for Winograd, whose searches kept two.
-  auto padded_columns = [&](int64_t nr) { return (N + nr - 1) / nr * nr; };
-  const int64_t wide_nr = kMaxTileVectors * b.vector;
-  const bool wide =
-      !p.m.empty() && a_read != GemmA::winograd && gemm_max_rows(target, kMaxTileVectors) >= 6 &&
-      padded_columns(b.vector) >= wide_nr && padded_columns(wide_nr) <= padded_columns(b.nr);
-  p.nr = choice.vectors > 0 ? choice.vectors * b.vector
-         : N < b.nr         ? b.vector
-         : wide             ? wide_nr
-                            : b.nr;
-  if (p.nr > padded_columns(b.vector)) return std::nullopt;
-  const int64_t most_rows = gemm_max_rows(target, p.nr / b.vector);
-  // The panels' rows: the most, down to two thirds of the register tile's, that computes at most
-  // 1% of rows past M, else the fewest past M (64 rows as 8 panels of 8, not 6 of 11 with 2 rows
-  // wasted, 1024 as 86 of 12: 7 x 32 conv b32 took 26.0 ms with 11, 24.2 with 8 rows; a 512
-  // matmul ran 5% slower with 8 rows than with 12).
-  auto padded = [&](int64_t mr) { return (M + mr - 1) / mr * mr; };
-  p.mr = most_rows;
-  for (int64_t mr = most_rows; mr >= std::max<int64_t>(1, most_rows * 2 / 3); --mr) {
-    if (padded(mr) * 100 <= M * 101) {
-      p.mr = mr;
-      break;
-    }
-    if (padded(mr) < padded(p.mr)) p.mr = mr;
-  }
-  if (M < p.mr) p.mr = M;  // one row (the depthwise stencil)
-  if (choice.rows < 0 || choice.rows > most_rows) return std::nullopt;
-  if (choice.rows > 0) p.mr = choice.rows;
-  // k in even blocks of at most the choice's, else of as many steps as keep a micro panel of B
-  // (kc x nr) in L1; A's block of mc x kc in a quarter of L2. (Four vectors with two vectors'
-  // k block: the encoder's first FFN matmul 1.13x and its attention scores 1.23x slower.)
-  if (choice.kc > 0 && choice.kc >= K) return std::nullopt;
-  const int64_t kc_most =
-      choice.kc > 0 ? choice.kc : std::max(b.vector, target.l1_bytes / (p.nr * 4));
-  const int64_t k_blocks = (K + kc_most - 1) / kc_most;
-  p.kc = (K + k_blocks - 1) / k_blocks;
-  p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
-  // B's blocks of columns: whole strips (the C tile's rows are nc wide).
-  const int64_t n_pad = padded_columns(p.nr);
-  p.nc = std::min({n_pad, std::max(p.nr, b.max_nc / p.nr * p.nr),
-                   std::max(p.nr, b.panel_floats / K / p.nr * p.nr)});
+  p.vector = s.b.vector;
+  if (!choose_columns(s) || !choose_rows(s) || !block_k(s)) return std::nullopt;
+  const int64_t M = s.M, N = s.N;
   // A long batch is split: nothing is packed twice. Otherwise each thread packs all of the
   // operand along the axis it does not split: the smaller one.
   split_threads(p,
@@ -439,31 +545,11 @@ std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const Ge
                 M, N);
   if (a_read == GemmA::winograd) return choice.kc > 0 ? std::nullopt : winograd(std::move(p), M);
   if (a_read == GemmA::in_place ||
-      (a_read == GemmA::planned && std::min(N, p.nc) <= kMaxStripsInPlace * b.nr))
+      (a_read == GemmA::planned && std::min(N, p.nc) <= kMaxStripsInPlace * s.b.nr))
     p.a_rows = rows_in_place(p.a, p.k);
   if (a_read == GemmA::in_place && !p.a_rows) return std::nullopt;
   if (choice.kc > 0 && p.a_rows) return std::nullopt;  // A in place reads all of k at once
-  // A read in place streams each row of a panel over all of k (the hardware prefetcher follows a
-  // long run along each row; a k block's 1 KiB of a row it does not, and a 7 x 7 convolution's
-  // weights, read once, then ran at two thirds of the multiply-adds' speed), through each strip
-  // in turn (render_c) while the panel is in L1 or L2: no k block keeps B's micro panel in L1,
-  // but B's few strips are L2's, at two vectors per k. Few strips of the default tile's width,
-  // whatever the tile's: a 2048 matmul's 8 strips of four vectors (as many columns as 16 of two)
-  // ran at 134 GFLOPS with A in place against 280 packed on an Intel Xeon (its 512 matmul 310 ->
-  // 280, ResNet-50 and the encoder the same). Keeping A in place only while a wide strip of B
-  // (K x 4 vectors) fits in L2 instead took ResNet-50 15% slower.
-  if (p.a_rows) p.kc = K;
-  p.scratch_a = 0;
-  p.scratch_b = p.scratch_a + part(p.a_rows ? 0 : p.mc * p.kc);
-  int64_t b_floats = K * p.nc;
-  if (p.window) {
-    // The copy, then zeros for the last strip's reach past it (a column at most cols - 1 past
-    // the plane, plus a strip), then the offsets.
-    p.window->floats = part(p.window->plane + p.window->cols + p.nr);
-    b_floats = p.window->floats + K;
-  }
-  p.scratch_c = p.scratch_b + part(b_floats);
-  p.scratch_floats = p.scratch_c + part(p.mc * p.nc);
+  lay_out_scratch(s);
   return p;
 }
 

@@ -251,6 +251,126 @@ Error opt_error(const UOp& ast, const Opt& o, const std::vector<Opt>& opts,
       fmt::format("apply_opts: kernel {}: {}: no GEMM plan", kernel_name(ast), to_string(opts)));
 }
 
+// One action of a list in its walk: the checks and splits the action's case of walk_opts makes,
+// each failure named with the action and its list.
+struct OptStep {
+  const UOp& ast;
+  const std::vector<Opt>& opts;
+  const Target& target;
+  const Opt& o;
+  Walk& w;
+  GemmChoice& choice;  // what GEMM and its BLOCKs choose, planned once the list is walked
+  int G, R;            // the kernel's global and reduce axes
+
+  [[noreturn]] void fail(const std::string& why) const { throw opt_error(ast, o, opts, why); }
+  int axis_of(int count, const char* kind) const {
+    if (o.axis < 0 || o.axis >= count)
+      fail(fmt::format("the kernel has no {} axis {} ({} of them)", kind, o.axis, count));
+    return o.axis;
+  }
+  void split(const UOp& range, int64_t& size, AxisType type) const {
+    OptState& st = w.state;
+    if (size < 0) fail("the axis's size is symbolic");
+    if (o.amount < 2 || size % o.amount != 0)
+      fail(fmt::format("the amount must be at least 2 and divide the axis's size, {}", size));
+    if (st.group_lanes) fail("a grouped reduction takes no other action");
+    if (type == AxisType::local) {
+      st.lanes *= o.amount;
+    } else if (type != AxisType::reduce) {  // STAGE's inner steps are a loop
+      if (st.upcast * o.amount > kMaxUpcast)
+        fail(fmt::format("more than {} values per invocation", kMaxUpcast));
+      st.upcast *= o.amount;
+    }
+    size /= o.amount;
+    auto& [r, inner] = w.splits[range.arg_as<AxisArg>().id];
+    r = range;
+    inner.insert(inner.begin(), {o.amount, type});  // outside earlier splits of the axis
+  }
+
+  void local() const {
+    OptState& st = w.state;
+    if (!target.threads) fail("the target launches no workgroups");
+    if (!target.grid) fail("the target launches no grid of workgroups");
+    const int g = axis_of(G, "global");
+    if (std::find(st.local_axes.begin(), st.local_axes.end(), g) != st.local_axes.end())
+      fail("the axis is already split by LOCAL");
+    if (st.local_axes.size() == 3) fail("a workgroup has at most three dimensions");
+    if (st.lanes * o.amount > target.max_workgroup_invocations)
+      fail(fmt::format("more than {} invocations per workgroup", target.max_workgroup_invocations));
+    st.local_axes.push_back(g);
+    split(w.info.globals[g], st.left[g], AxisType::local);
+  }
+  void group() const {
+    OptState& st = w.state;
+    if (!target.local_memory) fail("the target has no shared memory");
+    if (R == 0) fail("the kernel has no reduction");
+    axis_of(1, "first reduce");
+    if (st.group_lanes || !w.splits.empty()) fail("GROUP takes no other action besides it");
+    if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
+      fail(fmt::format("the amount must be a power of two from 2 to {}",
+                       target.max_workgroup_invocations));
+    if (!reductions_span(ast, w.info))
+      fail("the kernel's reductions run over different reduce axes");
+    if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
+      fail(fmt::format("{} bytes of shared memory, over the target's {}",
+                       group_shared_bytes(ast, o.amount), target.max_shared_bytes));
+    st.group_lanes = o.amount;
+  }
+  void stage() const {
+    OptState& st = w.state;
+    if (!target.threads || !target.grid || !target.local_memory)
+      fail("the target launches no workgroups with shared memory");
+    if (st.staged >= 0) fail("a list stages one reduce axis");
+    const int r = axis_of(R, "reduce");
+    split(w.info.reduces[r], st.left[G + r], AxisType::reduce);
+    st.staged = r;
+  }
+  void gemm() const {
+    if (!target.gemm) fail("the target renders no packed GEMM");
+    if (&o != &opts.front() || std::any_of(opts.begin(), opts.end(), [](const Opt& x) {
+          return x.op != OptOp::GEMM && x.op != OptOp::BLOCK;
+        }))
+      fail("GEMM takes no other action besides it but BLOCK");
+    if (o.axis < 0 || o.axis > 3)
+      fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place, 3 Winograd");
+    if (o.amount < 0 || o.amount > gemm_max_rows(target))
+      fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
+                       gemm_max_rows(target)));
+    w.state.gemm = true;
+    choice.a = static_cast<GemmA>(o.axis);
+    choice.rows = o.amount;
+  }
+  void block() const {
+    if (!w.state.gemm) fail("BLOCK follows GEMM");
+    if (o.axis == 0) {
+      if (choice.vectors) fail("the register tile's columns are chosen once");
+      if (o.amount < 1 || o.amount > kMaxTileVectors)
+        fail(fmt::format("the register tile's columns are 1 to {} vectors", kMaxTileVectors));
+      if (choice.rows > gemm_max_rows(target, o.amount))
+        fail(fmt::format("a register tile {} vectors wide has at most {} rows", o.amount,
+                         gemm_max_rows(target, o.amount)));
+      choice.vectors = o.amount;
+    } else if (o.axis == 1) {
+      if (choice.kc) fail("the k block is chosen once");
+      if (o.amount < kMinKBlock) fail(fmt::format("a k block is {} steps or more", kMinKBlock));
+      choice.kc = o.amount;
+    } else {
+      fail("BLOCK's axis says which size: 0 the register tile's columns, 1 the k block");
+    }
+  }
+};
+
+// A staged list's checks once it is walked: a workgroup, and an outer loop left to stage.
+void check_stage(const UOp& ast, const std::vector<Opt>& opts, const OptState& st, int G) {
+  auto fail = [&](const std::string& why) {
+    throw Error(fmt::format("apply_opts: kernel {}: STAGE in {}: {}", kernel_name(ast),
+                            to_string(opts), why));
+  };
+  if (st.local_axes.empty()) fail("staging needs a workgroup (LOCAL)");
+  if (st.left[static_cast<size_t>(G + st.staged)] < 2)
+    fail("the staged axis must keep an outer loop of 2 or more steps");
+}
+
 Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& target) {
   Walk w{collect_ranges(ast), {}, {}};
   const RangeInfo& info = w.info;
@@ -261,125 +381,37 @@ Walk walk_opts(const UOp& ast, const std::vector<Opt>& opts, const Target& targe
   for (const UOp& r : info.reduces) st.left.push_back(range_size(r));
   GemmChoice choice;  // what GEMM and its BLOCKs choose, planned once the list is walked
   for (const Opt& o : opts) {
-    auto fail = [&](const std::string& why) { throw opt_error(ast, o, opts, why); };
-    auto axis_of = [&](int count, const char* kind) {
-      if (o.axis < 0 || o.axis >= count)
-        fail(fmt::format("the kernel has no {} axis {} ({} of them)", kind, o.axis, count));
-      return o.axis;
-    };
-    auto split = [&](const UOp& range, int64_t& size, AxisType type) {
-      if (size < 0) fail("the axis's size is symbolic");
-      if (o.amount < 2 || size % o.amount != 0)
-        fail(fmt::format("the amount must be at least 2 and divide the axis's size, {}", size));
-      if (st.group_lanes) fail("a grouped reduction takes no other action");
-      if (type == AxisType::local) {
-        st.lanes *= o.amount;
-      } else if (type != AxisType::reduce) {  // STAGE's inner steps are a loop
-        if (st.upcast * o.amount > kMaxUpcast)
-          fail(fmt::format("more than {} values per invocation", kMaxUpcast));
-        st.upcast *= o.amount;
-      }
-      size /= o.amount;
-      auto& [r, inner] = w.splits[range.arg_as<AxisArg>().id];
-      r = range;
-      inner.insert(inner.begin(), {o.amount, type});  // outside earlier splits of the axis
-    };
+    const OptStep s{ast, opts, target, o, w, choice, G, R};
     switch (o.op) {
       case OptOp::UPCAST: {
-        const int g = axis_of(G, "global");
-        split(info.globals[g], st.left[g], AxisType::upcast);
+        const int g = s.axis_of(G, "global");
+        s.split(info.globals[g], st.left[g], AxisType::upcast);
         break;
       }
       case OptOp::UNROLL: {
-        const int r = axis_of(R, "reduce");
-        split(info.reduces[r], st.left[G + r], AxisType::unroll);
+        const int r = s.axis_of(R, "reduce");
+        s.split(info.reduces[r], st.left[G + r], AxisType::unroll);
         break;
       }
-      case OptOp::LOCAL: {
-        if (!target.threads) fail("the target launches no workgroups");
-        if (!target.grid) fail("the target launches no grid of workgroups");
-        const int g = axis_of(G, "global");
-        if (std::find(st.local_axes.begin(), st.local_axes.end(), g) != st.local_axes.end())
-          fail("the axis is already split by LOCAL");
-        if (st.local_axes.size() == 3) fail("a workgroup has at most three dimensions");
-        if (st.lanes * o.amount > target.max_workgroup_invocations)
-          fail(fmt::format("more than {} invocations per workgroup",
-                           target.max_workgroup_invocations));
-        st.local_axes.push_back(g);
-        split(info.globals[g], st.left[g], AxisType::local);
+      case OptOp::LOCAL:
+        s.local();
         break;
-      }
       case OptOp::GROUP:
-        if (!target.local_memory) fail("the target has no shared memory");
-        if (R == 0) fail("the kernel has no reduction");
-        axis_of(1, "first reduce");
-        if (st.group_lanes || !w.splits.empty()) fail("GROUP takes no other action besides it");
-        if (!power_of_two(o.amount) || o.amount < 2 || o.amount > target.max_workgroup_invocations)
-          fail(fmt::format("the amount must be a power of two from 2 to {}",
-                           target.max_workgroup_invocations));
-        if (!reductions_span(ast, info))
-          fail("the kernel's reductions run over different reduce axes");
-        if (group_shared_bytes(ast, o.amount) > target.max_shared_bytes)
-          fail(fmt::format("{} bytes of shared memory, over the target's {}",
-                           group_shared_bytes(ast, o.amount), target.max_shared_bytes));
-        st.group_lanes = o.amount;
+        s.group();
         break;
-      case OptOp::STAGE: {
-        if (!target.threads || !target.grid || !target.local_memory)
-          fail("the target launches no workgroups with shared memory");
-        if (st.staged >= 0) fail("a list stages one reduce axis");
-        const int r = axis_of(R, "reduce");
-        split(info.reduces[r], st.left[G + r], AxisType::reduce);
-        st.staged = r;
+      case OptOp::STAGE:
+        s.stage();
         break;
-      }
-      case OptOp::GEMM: {
-        if (!target.gemm) fail("the target renders no packed GEMM");
-        if (&o != &opts.front() || std::any_of(opts.begin(), opts.end(), [](const Opt& x) {
-              return x.op != OptOp::GEMM && x.op != OptOp::BLOCK;
-            }))
-          fail("GEMM takes no other action besides it but BLOCK");
-        if (o.axis < 0 || o.axis > 3)
-          fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place, 3 Winograd");
-        if (o.amount < 0 || o.amount > gemm_max_rows(target))
-          fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
-                           gemm_max_rows(target)));
-        st.gemm = true;
-        choice.a = static_cast<GemmA>(o.axis);
-        choice.rows = o.amount;
+      case OptOp::GEMM:
+        s.gemm();
         break;
-      }
-      case OptOp::BLOCK: {
-        if (!st.gemm) fail("BLOCK follows GEMM");
-        if (o.axis == 0) {
-          if (choice.vectors) fail("the register tile's columns are chosen once");
-          if (o.amount < 1 || o.amount > kMaxTileVectors)
-            fail(fmt::format("the register tile's columns are 1 to {} vectors", kMaxTileVectors));
-          if (choice.rows > gemm_max_rows(target, o.amount))
-            fail(fmt::format("a register tile {} vectors wide has at most {} rows", o.amount,
-                             gemm_max_rows(target, o.amount)));
-          choice.vectors = o.amount;
-        } else if (o.axis == 1) {
-          if (choice.kc) fail("the k block is chosen once");
-          if (o.amount < kMinKBlock) fail(fmt::format("a k block is {} steps or more", kMinKBlock));
-          choice.kc = o.amount;
-        } else {
-          fail("BLOCK's axis says which size: 0 the register tile's columns, 1 the k block");
-        }
+      case OptOp::BLOCK:
+        s.block();
         break;
-      }
     }
   }
   if (st.gemm && !plan_gemm(ast, target, choice)) explain_gemm(ast, opts, target);
-  if (st.staged >= 0) {
-    auto fail = [&](const std::string& why) {
-      throw Error(fmt::format("apply_opts: kernel {}: STAGE in {}: {}", kernel_name(ast),
-                              to_string(opts), why));
-    };
-    if (st.local_axes.empty()) fail("staging needs a workgroup (LOCAL)");
-    if (st.left[static_cast<size_t>(G + st.staged)] < 2)
-      fail("the staged axis must keep an outer loop of 2 or more steps");
-  }
+  if (st.staged >= 0) check_stage(ast, opts, st, G);
   return w;
 }
 

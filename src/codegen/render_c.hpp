@@ -56,6 +56,38 @@ class CRenderer : public Printer {
   // The operands, the epilogue and the store are the kernel's own nodes, emitted where their ranges
   // are bound. Accumulation is a fused multiply-add (one rounding per step).
   void render_gemm(const GemmPlan& p, std::string& out, int buffers);
+  // A packed GEMM being printed: the plan, its sizes, the output and the loops open in it.
+  struct GemmPrint;
+  // One operand being packed into panels: gemm_pack's arguments and what they imply.
+  struct GemmPack;
+  // The scratch's parts and this thread's share of the rows and columns.
+  static void gemm_share(GemmPrint& g, int buffers);
+  // B's window: each k's offset into the copy.
+  static void gemm_window_offsets(GemmPrint& g);
+  // The window copy of this batch element, a row at a time (window_row), each element stored by
+  // window_store after its graph (window_graph); window_phase: a column bound per phase.
+  void gemm_window_copy(GemmPrint& g);
+  void window_row(GemmPrint& g, const std::string& plane);
+  void window_store(GemmPrint& g, const std::string& plane, const UOp& value, Names names);
+  void window_graph(GemmPrint& g, const UOp& value, Names& names);
+  static std::string window_phase(const GemmWindow& win, const std::vector<int64_t>& at);
+  // The loops over column, row and k blocks, the packs, the micro kernel and the epilogue.
+  void gemm_blocks(GemmPrint& g);
+  // Packs operand `x` into panels of `width` (the comment in render_gemm.cpp); its parts: the
+  // segments' table, the loops over w, an element, the zero columns and the k-major order.
+  void gemm_pack(GemmPrint& g, const UOp& x, const std::string& panel, int64_t width,
+                 const std::string& ws, const std::string& ks, const std::vector<UOp>& w_ranges,
+                 const std::string& w_flat, const std::string& k_off);
+  static void pack_segments(GemmPrint& g, const GemmPack& pk);
+  static void pack_open_w(GemmPrint& g, const GemmPack& pk);
+  void pack_body(GemmPrint& g, const GemmPack& pk, const std::string& dest);
+  static void pack_zero_fill(GemmPrint& g, const GemmPack& pk);
+  void pack_k_major(GemmPrint& g, const GemmPack& pk, const UOp& k_in);
+  // The micro kernel over a strip and a panel; gemm_a_rows: A's rows where they lie.
+  void gemm_micro_kernel(GemmPrint& g);
+  void gemm_a_rows(GemmPrint& g);
+  // The epilogue and store of an ic x jc block from tile_c.
+  void gemm_epilogue(GemmPrint& g);
   // Declares `ranges` from their flattened index `flat` (the innermost varies fastest).
   static std::string bind(const std::vector<UOp>& ranges, const std::string& flat);
   // The epilogue's store `st` with the column ranges as digits of SPECIAL "col", the flat

@@ -161,11 +161,42 @@ class GlslRenderer : public Printer {
   void render(Program& p, const std::vector<UOp>& list) {
     check_features(list);
     texel_ = &p.texel;
-    // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
-    // for a symbolic index space, the per-launch size.
-    // gid: the flat invocation index (gpu_dims), its size the kernel's index space; or the
-    // grid's coordinates gidx<d> and lidx<d>.
-    // wgid: a grouped reduction's flat workgroup index, its lanes lidx0.
+    std::string body = launch_prologue(p);
+    const std::vector<UOp> bufs = bindings();
+    const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
+    if (!p.texel.empty()) extensions_.push_back("GL_EXT_samplerless_texture_functions");
+    Names names;
+    print(list, 1, body, names);
+
+    std::string src = preamble(p);
+    std::string bda, bound;
+    declare_buffers(bufs, bda, bound);
+    src += "#ifdef VKG_BDA\n";
+    const std::string var_block = vars_.empty() ? "" : fmt::format(" int vars[{}];", vars_.size());
+    src += fmt::format("layout(push_constant) uniform Addrs {{ uvec2 addr[{}];{} }} pc;\n",
+                       std::max(n, 1), var_block);
+    src += bda + "#else\n";
+    if (!vars_.empty())
+      src += fmt::format("layout(push_constant) uniform Vars {{{} }} pc;\n", var_block);
+    src += bound + "#endif\n";
+    for (const UOp& u : topo_)
+      if (u.op() == Ops::DEFINE_LOCAL)
+        src += fmt::format("shared {} vkg_shared{}[{}];\n", type(u.dtype().base()),
+                           u.arg_as<int64_t>(), u.dtype().size());
+    src += glsl_functions(helpers_);
+    src += fmt::format("// {}\nvoid main() {{\n{}}}\n", name_, body);
+    p.source = std::move(src);
+  }
+
+ private:
+  // --- the shader's parts ---
+  // The launch was planned by the pipeline (plan_launch): the workgroup size, the grid and,
+  // for a symbolic index space, the per-launch size.
+  // gid: the flat invocation index (gpu_dims), its size the kernel's index space; or the
+  // grid's coordinates gidx<d> and lidx<d>.
+  // wgid: a grouped reduction's flat workgroup index, its lanes lidx0.
+  // The start of main's body: the variables, then the launch's indices.
+  std::string launch_prologue(const Program& p) const {
     UOp total = UOp::const_(dtypes::index, int64_t{1});
     std::vector<UOp> grid;
     bool grouped = false;
@@ -223,9 +254,13 @@ class GlslRenderer : public Printer {
         body += fmt::format("  if ({} >= {}) return;\n", grouped ? "wgid" : "gid",
                             inline_expr(total, {}));
     }
-    // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
-    // aliasing vec4 block beside its scalar one; a texel buffer where the pipeline said so
-    // (plan_texels; the BDA variant keeps addresses).
+    return body;
+  }
+  // One binding per slot: a slot also seen as vec4 elements (a vector DEFINE_GLOBAL) gets an
+  // aliasing vec4 block beside its scalar one; a texel buffer where the pipeline said so
+  // (plan_texels; the BDA variant keeps addresses).
+  // The slots' buffers (scalar pointers), by slot; notes the vec4 slots.
+  std::vector<UOp> bindings() {
     std::map<int64_t, UOp> by_slot;
     for (const UOp& u : topo_)
       if (u.op() == Ops::DEFINE_GLOBAL) {
@@ -235,11 +270,10 @@ class GlslRenderer : public Printer {
       }
     std::vector<UOp> bufs;
     for (const auto& [slot, b] : by_slot) bufs.push_back(b);
-    const int n = bufs.empty() ? 0 : static_cast<int>(bufs.back().arg_as<int64_t>()) + 1;
-    if (!p.texel.empty()) extensions_.push_back("GL_EXT_samplerless_texture_functions");
-    Names names;
-    print(list, 1, body, names);
-
+    return bufs;
+  }
+  // The shader's first lines: the version, the extensions and the workgroup size.
+  std::string preamble(const Program& p) const {
     std::string src = "#version 450\n";
     for (const std::string& e : extensions_) src += "#extension " + e + " : require\n";
     // Float controls: capability SignedZeroInfNanPreserve (4466), execution mode of the same
@@ -253,7 +287,11 @@ class GlslRenderer : public Printer {
         "#extension GL_EXT_buffer_reference_uvec2 : require\n#endif\n";
     src += fmt::format("layout(local_size_x = {}, local_size_y = {}, local_size_z = {}) in;\n",
                        p.local_size[0], p.local_size[1], p.local_size[2]);
-    std::string bda, bound;
+    return src;
+  }
+  // Each buffer's declarations: `bda` the VKG_BDA variant's buffer references, `bound` the
+  // descriptor variant's bindings.
+  void declare_buffers(const std::vector<UOp>& bufs, std::string& bda, std::string& bound) const {
     for (const UOp& b : bufs) {
       const int64_t slot = b.arg_as<int64_t>();
       const DType d = b.dtype().base();
@@ -297,24 +335,8 @@ class GlslRenderer : public Printer {
             access, slot, V, slot, slot, slot);
       }
     }
-    src += "#ifdef VKG_BDA\n";
-    const std::string var_block = vars_.empty() ? "" : fmt::format(" int vars[{}];", vars_.size());
-    src += fmt::format("layout(push_constant) uniform Addrs {{ uvec2 addr[{}];{} }} pc;\n",
-                       std::max(n, 1), var_block);
-    src += bda + "#else\n";
-    if (!vars_.empty())
-      src += fmt::format("layout(push_constant) uniform Vars {{{} }} pc;\n", var_block);
-    src += bound + "#endif\n";
-    for (const UOp& u : topo_)
-      if (u.op() == Ops::DEFINE_LOCAL)
-        src += fmt::format("shared {} vkg_shared{}[{}];\n", type(u.dtype().base()),
-                           u.arg_as<int64_t>(), u.dtype().size());
-    src += glsl_functions(helpers_);
-    src += fmt::format("// {}\nvoid main() {{\n{}}}\n", name_, body);
-    p.source = std::move(src);
   }
 
- private:
   // --- features and extensions ---
   void check_features(const std::vector<UOp>& list) {
     bool s8 = false, s16 = false, i64 = false, f64 = false;
