@@ -21,9 +21,10 @@
 
 #include "bench/harness.hpp"
 #include "bench/suite.hpp"
+#include "cli/options.hpp"
 #include "cli/run.hpp"
+#include "cli/tune.hpp"
 #include "engine/beam.hpp"
-#include "engine/beam_cache.hpp"
 #include "ir/interp.hpp"
 #include "ir/print.hpp"
 #include "ir/symbolic/symbolic.hpp"
@@ -46,42 +47,6 @@ std::string wrapped(const std::vector<std::string>& words, const std::string& in
     line += (line.size() > indent.size() ? " " : "") + word;
   }
   return out + line + "\n";
-}
-
-void print_usage(std::FILE* to) {
-  fmt::print(to,
-             "usage: vkgrad <command> [options]\n"
-             "\n"
-             "commands:\n"
-             "  demo    simplify a few index expressions and print them before and after\n"
-             "  info    list the devices and their capabilities, and the host CPU\n"
-             "  bench   run the standard benchmark suite and print a table\n"
-             "  tune    run cases once with BEAM search on, filling the BEAM cache, and print\n"
-             "          each searched kernel's default and tuned time\n"
-             "  run     run an ONNX model: vkgrad run model.onnx [--device D]\n"
-             "          [--input name=file.pb ...] [--runs N] (random inputs where none is\n"
-             "          given, dynamic dimensions 1); prints its inputs and outputs, a summary\n"
-             "          of each output, the first-call and median times, kernels per call\n"
-             "\n"
-             "bench and tune options:\n"
-             "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
-             "                    default device)\n"
-             "  --json F          also write the results to F as JSON (bench)\n"
-             "  --beam N          search kernels with a beam of N (tune: default 2; bench:\n"
-             "                    the heuristics' and the tuned figures side by side, 5\n"
-             "                    alternating runs of each case)\n"
-             "  --seconds S       tune: search for at most S seconds of wall time (the search\n"
-             "                    under way ends with its best list so far; kernels met later\n"
-             "                    keep their cached lists or the heuristics')\n"
-             "  --export F        tune: write the BEAM cache's lists (after tuning, where cases\n"
-             "                    are named) to F, a tuning table in the cache's own format\n"
-             "  --import F        tune: read a tuning table into the BEAM cache (before\n"
-             "                    tuning, where cases are named)\n"
-             "  --only A,B,...    run only these cases (comma-separated):\n"
-             "{}"
-             "\n"
-             "  -h, --help  print this message\n",
-             wrapped(bench::case_names(), "                      ", 80));
 }
 
 struct DemoCase {
@@ -192,89 +157,6 @@ int info() {
 
 // ---- bench ------------------------------------------------------------------------------------
 
-int usage_error(const std::string& message) {
-  fmt::print(stderr, "vkgrad: {}\n\n", message);
-  print_usage(stderr);
-  return 2;
-}
-
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
-struct CliOptions {
-  bench::Options bench;
-  std::string json_path;
-  int beam = -1;                         // --beam N; -1: not given
-  double seconds = 0;                    // tune --seconds S; 0: not given
-  std::string export_path, import_path;  // tune --export F, --import F
-};
-
-// `cmd`'s options (--device, --only, --beam, --json for bench, --seconds for tune); returns an
-// exit status when they are wrong or help was asked for.
-std::optional<int> parse_options(std::string_view cmd, const std::vector<std::string_view>& args,
-                                 CliOptions& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      print_usage(stdout);
-      return 0;
-    }
-    // --name VALUE or --name=VALUE
-    std::string_view name = arg.substr(0, arg.find('='));
-    std::optional<std::string> value;
-    if (name != "--device" && name != "--only" && name != "--beam" &&
-        !(name == "--json" && cmd == "bench") &&
-        !((name == "--seconds" || name == "--export" || name == "--import") && cmd == "tune"))
-      return usage_error(fmt::format("{}: unknown option '{}'", cmd, arg));
-    if (name.size() < arg.size())
-      value = std::string(arg.substr(name.size() + 1));
-    else if (i + 1 < args.size())
-      value = std::string(args[++i]);
-    if (!value || value->empty())
-      return usage_error(fmt::format("{}: {} needs a value", cmd, name));
-    if (name == "--device") {
-      out.bench.device = upper(*value);
-    } else if (name == "--json") {
-      out.json_path = *value;
-    } else if (name == "--export") {
-      out.export_path = *value;
-    } else if (name == "--import") {
-      out.import_path = *value;
-    } else if (name == "--beam") {
-      char* end = nullptr;
-      const long n = std::strtol(value->c_str(), &end, 10);
-      if (*end != '\0' || n < 1 || n > 64)
-        return usage_error(
-            fmt::format("{}: --beam takes a width from 1 to 64, not '{}'", cmd, *value));
-      out.beam = static_cast<int>(n);
-    } else if (name == "--seconds") {
-      char* end = nullptr;
-      const double s = std::strtod(value->c_str(), &end);
-      if (*end != '\0' || !(s > 0) || s > 1e7)
-        return usage_error(
-            fmt::format("{}: --seconds takes a positive number of seconds, not '{}'", cmd, *value));
-      out.seconds = s;
-    } else {
-      const std::vector<std::string>& known = bench::case_names();
-      size_t start = 0;
-      while (start <= value->size()) {
-        size_t comma = std::min(value->find(',', start), value->size());
-        std::string c = value->substr(start, comma - start);
-        start = comma + 1;
-        if (c.empty()) continue;
-        if (std::find(known.begin(), known.end(), c) == known.end())
-          return usage_error(fmt::format("{}: unknown case '{}'", cmd, c));
-        out.bench.only.push_back(c);
-      }
-      if (out.bench.only.empty())
-        return usage_error(fmt::format("{}: --only needs at least one case", cmd));
-    }
-  }
-  return std::nullopt;
-}
-
 // The heuristics' and BEAM's runs of a case alternate, kBeamRounds of each, so that a machine's
 // load drifting over minutes (a shared machine's same binary ran ResNet-50 in 138 to 237 ms
 // within a quarter of an hour) weighs on both alike; the speed-up is the median of the rounds'
@@ -375,99 +257,6 @@ int bench_command(const std::vector<std::string_view>& args) {
   return all_ok ? 0 : 1;
 }
 
-// `tune`: the cases run once with BEAM on, every kernel not in the BEAM cache searched (a line of
-// progress each), then a table of the kernels searched.
-// tune's summary counts the kernels among this many slowest (by default time) that gained.
-constexpr size_t kSlowestKernels = 10;
-
-int tune_command(const std::vector<std::string_view>& args) {
-  CliOptions options;
-  if (std::optional<int> status = parse_options("tune", args, options)) return *status;
-  if (!options.import_path.empty()) {
-    const engine::BeamImport in = engine::beam_cache_import(options.import_path);
-    fmt::print("imported {} Opt lists from {} into the BEAM cache{}\n", in.imported,
-               options.import_path,
-               in.other_version > 0
-                   ? fmt::format(" ({} of another library version skipped)", in.other_version)
-                   : "");
-  }
-  auto export_table = [&] {
-    if (options.export_path.empty()) return;
-    const size_t n = engine::beam_cache_export(options.export_path);
-    fmt::print("exported {} Opt lists from the BEAM cache to {}\n", n, options.export_path);
-  };
-  if (options.bench.only.empty()) {
-    if (options.import_path.empty() && options.export_path.empty())
-      return usage_error("tune: name the cases with --only (or --import, --export a table)");
-    export_table();
-    return 0;
-  }
-  const int width = options.beam > 0 ? options.beam : 2;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<bench::CaseResult> results;
-  bool budget_spent = false;
-  {
-    Beam beam({.width = width, .progress = true, .seconds = options.seconds});
-    results = bench::run_suite(options.bench);
-    budget_spent = engine::beam_budget_spent();
-  }
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::vector<TunedKernel> tuned = tuned_kernels();
-  // Times per launch among the model's other kernels (where the choice was made; the search's
-  // own, alone, for a kernel that did not run there), and the search's speed-up beside.
-  fmt::print("\n{:<36} {:>11} {:>11} {:>9} {:>8} {:>6} {:>8}  {}\n", "kernel", "default ms",
-             "tuned ms", "speed-up", "search", "tried", "time", "Opt list");
-  // A kernel's default and tuned time per launch.
-  auto times = [](const TunedKernel& k) {
-    const bool in_model = k.schedule_seconds > 0;
-    return std::pair{in_model ? k.schedule_heuristic_seconds : k.heuristic_seconds,
-                     in_model ? k.schedule_seconds : k.seconds};
-  };
-  double before = 0, after = 0;
-  for (const TunedKernel& k : tuned) {
-    const auto [d, t] = times(k);
-    before += d;
-    after += t;
-    fmt::print("{:<36} {:>11.4f} {:>11.4f} {:>8.2f}x {:>7.2f}x {:>6} {:>7.1f}s  {}\n", k.name,
-               d * 1e3, t * 1e3, t > 0 ? d / t : 1.0,
-               k.seconds > 0 ? k.heuristic_seconds / k.seconds : 1.0, k.tried, k.search_seconds,
-               k.opts);
-  }
-  fmt::print(
-      "{} kernels searched (BEAM={}) in {:.1f} s; their device time per launch, in the model: "
-      "{:.3f} -> {:.3f} ms\n",
-      tuned.size(), width, total, before * 1e3, after * 1e3);
-  if (budget_spent)
-    fmt::print(
-        "the search budget of {:g} s ran out: a search under way then ended after its round, and "
-        "kernels met later kept their cached lists or the heuristics'\n",
-        options.seconds);
-  // Where the heuristics already sit near what the search finds, what it does for the slowest
-  // kernels, and whether any kernel came out slower.
-  std::vector<const TunedKernel*> slowest;
-  for (const TunedKernel& k : tuned) slowest.push_back(&k);
-  std::sort(slowest.begin(), slowest.end(), [&](const TunedKernel* a, const TunedKernel* b) {
-    return times(*a).first > times(*b).first;
-  });
-  slowest.resize(std::min<size_t>(slowest.size(), kSlowestKernels));
-  auto beyond_noise = [](double slow, double fast) { return slow > fast * 1.02; };
-  const auto faster = std::count_if(slowest.begin(), slowest.end(), [&](const TunedKernel* k) {
-    return beyond_noise(times(*k).first, times(*k).second);
-  });
-  const auto slower = std::count_if(tuned.begin(), tuned.end(), [&](const TunedKernel& k) {
-    return beyond_noise(times(k).second, times(k).first);
-  });
-  fmt::print(
-      "of the {} slowest kernels by default time, {} run at least 2% faster tuned; {} of the {} "
-      "kernels run more than 2% slower\n",
-      slowest.size(), faster, slower, tuned.size());
-  export_table();
-  return std::all_of(results.begin(), results.end(),
-                     [](const bench::CaseResult& r) { return r.ok; })
-             ? 0
-             : 1;
-}
-
 // `cold-start-child --device D`: run by the cold_start_ms case; main_start is when main() began.
 int cold_start_child(const std::vector<std::string_view>& args,
                      std::chrono::steady_clock::time_point main_start) {
@@ -477,6 +266,43 @@ int cold_start_child(const std::vector<std::string_view>& args,
 }
 
 }  // namespace
+
+void print_usage(std::FILE* to) {
+  fmt::print(to,
+             "usage: vkgrad <command> [options]\n"
+             "\n"
+             "commands:\n"
+             "  demo    simplify a few index expressions and print them before and after\n"
+             "  info    list the devices and their capabilities, and the host CPU\n"
+             "  bench   run the standard benchmark suite and print a table\n"
+             "  tune    run cases once with BEAM search on, filling the BEAM cache, and print\n"
+             "          each searched kernel's default and tuned time\n"
+             "  run     run an ONNX model: vkgrad run model.onnx [--device D]\n"
+             "          [--input name=file.pb ...] [--runs N] (random inputs where none is\n"
+             "          given, dynamic dimensions 1); prints its inputs and outputs, a summary\n"
+             "          of each output, the first-call and median times, kernels per call\n"
+             "\n"
+             "bench and tune options:\n"
+             "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
+             "                    default device)\n"
+             "  --json F          also write the results to F as JSON (bench)\n"
+             "  --beam N          search kernels with a beam of N (tune: default 2; bench:\n"
+             "                    the heuristics' and the tuned figures side by side, 5\n"
+             "                    alternating runs of each case)\n"
+             "  --seconds S       tune: search for at most S seconds of wall time (the search\n"
+             "                    under way ends with its best list so far; kernels met later\n"
+             "                    keep their cached lists or the heuristics')\n"
+             "  --export F        tune: write the BEAM cache's lists (after tuning, where cases\n"
+             "                    are named) to F, a tuning table in the cache's own format\n"
+             "  --import F        tune: read a tuning table into the BEAM cache (before\n"
+             "                    tuning, where cases are named)\n"
+             "  --only A,B,...    run only these cases (comma-separated):\n"
+             "{}"
+             "\n"
+             "  -h, --help  print this message\n",
+             wrapped(bench::case_names(), "                      ", 80));
+}
+
 }  // namespace vkgrad
 
 int main(int argc, char** argv) {
