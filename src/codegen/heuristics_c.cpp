@@ -1,7 +1,7 @@
 // codegen: the heuristics' rules for C targets (heuristics.cpp lists them in order).
 #include <algorithm>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/heuristics.hpp"
 #include "codegen/ranges.hpp"
 
@@ -37,7 +37,7 @@ Answer gemm_or_winograd(const Kernel& k) {
   const bool winograd =
       tiles >= std::min(k.tuning.winograd_min_image_tiles, k.tuning.winograd_min_tiles) &&
       tiles * prod_sizes(plan->batch) >= k.tuning.winograd_min_tiles;
-  return std::vector<Opt>{{OptOp::GEMM, winograd ? 3 : 0, 0}};
+  return std::vector<Opt>{gemm_opt(winograd ? GemmA::winograd : GemmA::planned)};
 }
 
 // An elementwise kernel: the vectorizer takes the innermost loop, except where the innermost

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vkgrad/error.hpp>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/ranges.hpp"
 #include "ir/graph_rewrite.hpp"
@@ -193,7 +193,7 @@ std::string target_key(const Target& t) {
       "fma {} tuning {}",
       t.language == Target::Language::c ? "c" : "glsl", static_cast<int>(t.kind),
       static_cast<int>(t.isa), t.amd_family, t.vendor_id, t.driver_id, t.per_lane_uniform_loads,
-      t.vector_floats, t.vector_registers, t.l1_bytes, t.l2_bytes, t.gemm, t.threads,
+      t.vector_floats, t.vector_registers, t.host.l1_bytes, t.host.l2_bytes, t.host.gemm, t.threads,
       t.local_memory, t.grid, t.subgroup_size, t.subgroup_arithmetic, t.subgroup_shuffle,
       t.texel_buffers, t.max_workgroup_invocations, t.max_workgroup_size[0],
       t.max_workgroup_size[1], t.max_workgroup_size[2], t.max_group_count[0], t.max_group_count[1],
@@ -236,13 +236,14 @@ Error opt_error(const UOp& ast, const Opt& o, const std::vector<Opt>& opts,
       if (plan_gemm(ast, target, c)) continue;
       if ((o.axis == 0 && o.amount == 0) || !plan_gemm(ast, target))
         fail("the kernel is not a large float32 matmul-like kernel");
-      if (o.axis == 3)
+      if (static_cast<GemmA>(o.axis) == GemmA::winograd)
         fail("the kernel is no stride-1 3 x 3 convolution over even output sizes (Winograd)");
       fail("A is not read along k where it lies");
     }
-    (o.axis == 0 ? c.vectors : c.kc) = o.amount;
+    const bool tile = static_cast<GemmBlock>(o.axis) == GemmBlock::tile_vectors;
+    (tile ? c.vectors : c.kc) = o.amount;
     if (plan_gemm(ast, target, c)) continue;
-    if (o.axis == 0) fail("the output has fewer columns than the tile");
+    if (tile) fail("the output has fewer columns than the tile");
     fail(
         "k is read in one block: by Winograd, where A is read in place, or where k has no more "
         "steps than the block");
@@ -326,12 +327,12 @@ struct OptStep {
     st.staged = r;
   }
   void gemm() const {
-    if (!target.gemm) fail("the target renders no packed GEMM");
+    if (!target.host.gemm) fail("the target renders no packed GEMM");
     if (&o != &opts.front() || std::any_of(opts.begin(), opts.end(), [](const Opt& x) {
           return x.op != OptOp::GEMM && x.op != OptOp::BLOCK;
         }))
       fail("GEMM takes no other action besides it but BLOCK");
-    if (o.axis < 0 || o.axis > 3)
+    if (o.axis < static_cast<int>(GemmA::planned) || o.axis > static_cast<int>(GemmA::winograd))
       fail("GEMM's axis says how A is read: 0 planned, 1 packed, 2 in place, 3 Winograd");
     if (o.amount < 0 || o.amount > gemm_max_rows(target))
       fail(fmt::format("GEMM's amount is the register tile's rows: 0 (planned) or 1 to {}",
@@ -342,7 +343,7 @@ struct OptStep {
   }
   void block() const {
     if (!w.state.gemm) fail("BLOCK follows GEMM");
-    if (o.axis == 0) {
+    if (o.axis == static_cast<int>(GemmBlock::tile_vectors)) {
       if (choice.vectors) fail("the register tile's columns are chosen once");
       if (o.amount < 1 || o.amount > kMaxTileVectors)
         fail(fmt::format("the register tile's columns are 1 to {} vectors", kMaxTileVectors));
@@ -350,7 +351,7 @@ struct OptStep {
         fail(fmt::format("a register tile {} vectors wide has at most {} rows", o.amount,
                          gemm_max_rows(target, o.amount)));
       choice.vectors = o.amount;
-    } else if (o.axis == 1) {
+    } else if (o.axis == static_cast<int>(GemmBlock::k_block)) {
       if (choice.kc) fail("the k block is chosen once");
       if (o.amount < kMinKBlock) fail(fmt::format("a k block is {} steps or more", kMinKBlock));
       choice.kc = o.amount;
@@ -421,7 +422,8 @@ GemmChoice gemm_choice(const std::vector<Opt>& opts) {
   GemmChoice c;
   for (const Opt& o : opts) {
     if (o.op == OptOp::GEMM) c.a = static_cast<GemmA>(o.axis), c.rows = o.amount;
-    if (o.op == OptOp::BLOCK) (o.axis == 0 ? c.vectors : c.kc) = o.amount;
+    if (o.op == OptOp::BLOCK)
+      (static_cast<GemmBlock>(o.axis) == GemmBlock::tile_vectors ? c.vectors : c.kc) = o.amount;
   }
   return c;
 }

@@ -46,7 +46,7 @@
 #include <string_view>
 #include <vector>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/target.hpp"
 #include "ir/uop.hpp"
 
@@ -63,6 +63,9 @@ struct Opt {
   int64_t amount = 0;
   bool operator==(const Opt&) const = default;
 };
+// Opt GEMM(a, rows) and BLOCK(b, n) by their variants' names (gemm/plan.hpp).
+inline Opt gemm_opt(GemmA a, int64_t rows = 0) { return {OptOp::GEMM, static_cast<int>(a), rows}; }
+inline Opt block_opt(GemmBlock b, int64_t n) { return {OptOp::BLOCK, static_cast<int>(b), n}; }
 std::string to_string(const Opt& o);                  // "UPCAST(1, 4)"
 std::string to_string(const std::vector<Opt>& opts);  // "[UPCAST(1, 4), UNROLL(0, 8)]"
 // The list to_string printed, or nothing when `s` is not one.

@@ -8,7 +8,7 @@
 #include <vector>
 #include <vkgrad/error.hpp>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/target.hpp"
 
 namespace vkgrad {
@@ -54,8 +54,9 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
   // (powers of two from 64 to 1024 steps).
   if (!opts.empty() && opts[0].op == OptOp::GEMM) {
     std::vector<Opt> out;
-    for (int64_t v = 1; v <= kMaxTileVectors; ++v) out.push_back({OptOp::BLOCK, 0, v});
-    for (int64_t kc = 64; kc <= 1024; kc *= 2) out.push_back({OptOp::BLOCK, 1, kc});
+    for (int64_t v = 1; v <= kMaxTileVectors; ++v)
+      out.push_back(block_opt(GemmBlock::tile_vectors, v));
+    for (int64_t kc = 64; kc <= 1024; kc *= 2) out.push_back(block_opt(GemmBlock::k_block, kc));
     std::erase_if(out, [&](const Opt& a) { return !applies(ast, opts, a, target); });
     return out;
   }
@@ -116,12 +117,12 @@ std::vector<Opt> beam_actions(const UOp& ast, const std::vector<Opt>& opts, cons
         out.push_back({OptOp::GROUP, 0, n});
     // The GEMM's variants: how A is read (or Winograd), the register tile's rows from half the
     // target's most to its most, even counts.
-    if (target.gemm) {
+    if (target.host.gemm) {
       const int64_t most = gemm_max_rows(target);
-      for (int a : {0, 1, 2, 3}) {
-        out.push_back({OptOp::GEMM, a, 0});
+      for (const GemmA a : {GemmA::planned, GemmA::packed, GemmA::in_place, GemmA::winograd}) {
+        out.push_back(gemm_opt(a));
         for (int64_t rows = std::max<int64_t>(1, (most + 1) / 2); rows <= most; ++rows)
-          if (rows % 2 == 0 || rows == most) out.push_back({OptOp::GEMM, a, rows});
+          if (rows % 2 == 0 || rows == most) out.push_back(gemm_opt(a, rows));
       }
     }
   }

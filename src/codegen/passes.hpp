@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/program.hpp"
 #include "codegen/target.hpp"
 #include "ir/uop.hpp"

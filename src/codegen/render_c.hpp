@@ -1,11 +1,11 @@
 // codegen: the C printer. render_c.cpp holds C's rules (one per op) and prints a kernel's linear
-// list; render_gemm.cpp prints a planned GEMM (packed, or Winograd) from its plan.
+// list; gemm/render.cpp prints a planned GEMM (packed, or Winograd) from its plan.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/linearize.hpp"
 #include "codegen/program.hpp"
 
@@ -44,7 +44,7 @@ class CRenderer : public Printer {
   // ignores the pragma).
   std::string loop_open(const UOp& r, int depth) const override;
 
-  // --- render_gemm.cpp ---
+  // --- gemm/render.cpp ---
   // A packed, blocked GEMM (the plan's comment in pipeline.hpp; BLIS's loop structure):
   //   for batch, for column blocks jc (nc):  pack B[all k, jc block] into strips of nr columns
   //     for row blocks ic (mc) of this thread's rows, for k blocks pc (kc):

@@ -34,11 +34,6 @@ struct Target {
   // Vectors: floats per vector register and how many registers (the register tiles).
   int vector_floats = 4;
   int vector_registers = 16;
-  // Caches the CPU GEMM blocks for: one B micro panel in l1, an A block in l2.
-  int64_t l1_bytes = 32 * 1024;
-  int64_t l2_bytes = 256 * 1024;
-  // The target renders a large float32 matmul-like kernel as a packed, blocked GEMM (Opt GEMM).
-  bool gemm = false;
 
   // Launch: one invocation per output (or per upcast tile), grouped into workgroups.
   bool threads = false;        // GPU-style launch (SPECIAL indices, workgroups, a grid)
@@ -94,6 +89,16 @@ struct Target {
   // Off on the C targets, which keep every product rounded (-ffp-contract=off; their GEMM has
   // its own fma micro-kernel).
   bool fused_multiply_add = false;
+
+  // The C targets' own part: the CPU GEMM (codegen/gemm/).
+  struct Host {
+    // The target renders a large float32 matmul-like kernel as a packed, blocked GEMM (Opt GEMM).
+    bool gemm = false;
+    // Caches the GEMM blocks for: one B micro panel in l1, an A block in l2.
+    int64_t l1_bytes = 32 * 1024;
+    int64_t l2_bytes = 256 * 1024;
+  };
+  Host host;
 
   // How we tune for these facts: the backend's choice from its table (tuning.hpp).
   TuningProfile tuning;

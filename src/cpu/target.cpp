@@ -99,9 +99,7 @@ Target target_for(Target::Isa isa, int amd_family) {
   // 16-float vectors to what the CPU has.
   t.vector_floats = isa == Isa::avx ? 8 : isa == Isa::sse || isa == Isa::neon ? 4 : 16;
   t.vector_registers = isa == Isa::avx || isa == Isa::sse ? 16 : 32;
-  t.l1_bytes = 32 * 1024;
-  t.l2_bytes = 384 * 1024;
-  t.gemm = true;
+  t.host = {.gemm = true, .l1_bytes = 32 * 1024, .l2_bytes = 384 * 1024};
   // libm's log2 and sin, and float64 exp2; float32 exp2 is our own: a libm call per element would
   // keep the loop vectorizer from vectorizing softmax's exp.
   t.native32 = {.exp2 = false, .log2 = true, .sin = true};

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "cpu/runtime.hpp"
 #include "scheduled.hpp"
 

@@ -22,7 +22,7 @@ void expect_rule(const UOp& k, const Target& t, const std::string& rule, const V
 
 Target c_without_gemm() {
   Target t = cpu::host_target();
-  t.gemm = false;
+  t.host.gemm = false;
   return t;
 }
 

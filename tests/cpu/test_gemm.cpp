@@ -13,7 +13,7 @@
 #include <vector>
 #include <vkgrad/vkgrad.hpp>
 
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 #include "codegen/opt.hpp"
 #include "codegen/pipeline.hpp"
 #include "cpu/runtime.hpp"

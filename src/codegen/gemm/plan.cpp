@@ -1,4 +1,4 @@
-// codegen: the GEMM plan (see gemm.hpp). The blocking follows BLIS: an mr x nr register tile
+// codegen: the GEMM plan (see plan.hpp). The blocking follows BLIS: an mr x nr register tile
 // (nr two vectors wide, or four where that pads no more columns; mr TuningProfile::gemm_rows, or
 // what the rest of the register file holds, keeping a few registers for B's vectors and addresses;
 // the rows are then spread evenly over the panels), k blocks of kc that keep one B micro panel
@@ -6,7 +6,7 @@
 // of up to nc columns within the target's panel budget. On AVX-512 (32 registers of 16 floats,
 // 32 KiB L1, 384 KiB of L2 per block) that is a 12 x 32 tile, kc 256 and mc 96, or 6 x 64 and
 // kc 128; at 2048^3 one thread took 92 ms with 1 MiB B blocks, 80 with 2, 76 with 4, 83 with 8.
-#include "codegen/gemm.hpp"
+#include "codegen/gemm/plan.hpp"
 
 #include <algorithm>
 #include <unordered_map>
@@ -459,10 +459,10 @@ bool block_k(Planner& s) {
   const int64_t K = s.K;
   if (choice.kc > 0 && choice.kc >= K) return false;
   const int64_t kc_most =
-      choice.kc > 0 ? choice.kc : std::max(b.vector, target.l1_bytes / (p.nr * 4));
+      choice.kc > 0 ? choice.kc : std::max(b.vector, target.host.l1_bytes / (p.nr * 4));
   const int64_t k_blocks = (K + kc_most - 1) / kc_most;
   p.kc = (K + k_blocks - 1) / k_blocks;
-  p.mc = std::max(p.mr, target.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
+  p.mc = std::max(p.mr, target.host.l2_bytes / 4 / (kc_most * 4)) / p.mr * p.mr;
   // B's blocks of columns: whole strips (the C tile's rows are nc wide).
   const int64_t n_pad = s.padded_columns(p.nr);
   p.nc = std::min({n_pad, std::max(p.nr, b.max_nc / p.nr * p.nr),
@@ -500,7 +500,7 @@ void lay_out_scratch(Planner& s) {
 
 std::optional<GemmPlan> plan_gemm(const UOp& ast, const Target& target, const GemmChoice& choice) {
   const GemmA a_read = choice.a;
-  if (!target.gemm || choice.vectors < 0 || choice.vectors > kMaxTileVectors || choice.kc < 0)
+  if (!target.host.gemm || choice.vectors < 0 || choice.vectors > kMaxTileVectors || choice.kc < 0)
     return std::nullopt;
   std::vector<UOp> reduces;
   for (const UOp& u : toposort(ast))

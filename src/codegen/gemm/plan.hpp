@@ -1,5 +1,9 @@
-// codegen: the plan of a packed, blocked GEMM — how a float32 matmul-like kernel is blocked for
-// a target's registers and caches (Opt GEMM; render_c prints the plan). Depends on ir and
+// codegen/gemm: the CPU GEMM, a lowering of its own beside the generic passes. plan.hpp/.cpp: the
+// plan of a packed, blocked GEMM — how a float32 matmul-like kernel is blocked for a target's
+// registers and caches (Opt GEMM and BLOCK); render.cpp prints a plan as C (part of render_c's
+// CRenderer). The seam: the heuristics' gemm_or_winograd rule and apply_opts ask plan_gemm
+// whether a kernel (and a GEMM list) plans; the pipeline plans the lowered kernel and hands the
+// plan to render_c, which prints it instead of the linear list. Depends on ir and
 // codegen/target.hpp.
 //
 //   out[batch, m, n] = epilogue(sum over k of a[batch, m, k] * b[batch, k, n])
@@ -100,6 +104,8 @@ struct GemmPlan {
 // it lies (GemmPlan::a_rows).
 // GemmA::winograd: the window's convolution as Winograd F(2 x 2, 3 x 3) (GemmWinograd).
 enum class GemmA : int { planned = 0, packed = 1, in_place = 2, winograd = 3 };
+// The size Opt BLOCK(b, n) sets: the register tile's columns in vectors, or the k block's steps.
+enum class GemmBlock : int { tile_vectors = 0, k_block = 1 };
 // What an Opt list chooses of a plan (GEMM(a, rows), BLOCK(0, vectors), BLOCK(1, kc)); 0: the
 // plan's choice.
 struct GemmChoice {
