@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <vkgrad/vkgrad.hpp>
 
@@ -169,12 +170,8 @@ std::vector<Tensor> mlp_step() {
     nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
   };
   Tensor::manual_seed(3);
-  static Mlp m;
-  static const bool placed = [] {
-    for (Tensor t : nn::state::get_parameters(m.l1, m.l2, m.l3)) t.realize();
-    return true;
-  }();
-  (void)placed;
+  Mlp m;
+  for (Tensor t : nn::state::get_parameters(m.l1, m.l2, m.l3)) t.realize();
   Peek<nn::optim::Adam> opt(nn::state::get_parameters(m.l1, m.l2, m.l3), 1e-3);
   const Tensor x = input({256, 784}), y = input({256}, dtypes::int32);
   return step_roots(m.l3(m.l2(m.l1(x).relu()).relu()).cross_entropy(y), opt);
@@ -182,7 +179,7 @@ std::vector<Tensor> mlp_step() {
 
 std::vector<Tensor> resnet18_step() {
   Tensor::manual_seed(13);
-  static auto m = on_cpu(models::resnet18(100));
+  const auto m = on_cpu(models::resnet18(100));
   Peek<nn::optim::SGD> opt(m->state(), 0.01, 0.9);
   const bool was = Tensor::training;
   Tensor::training = true;
@@ -236,7 +233,7 @@ std::vector<BenchCase> bench_cases() {
   };
   auto model = [](auto make, Shape shape) {
     return [make, shape] {
-      static auto m = make();
+      const auto m = make();
       return std::vector<Tensor>{m->forward(input(shape))};
     };
   };
@@ -295,28 +292,35 @@ std::vector<BenchCase> bench_cases() {
   };
 }
 
-// Every kernel of every case, scheduled once for all families.
-const std::vector<std::pair<std::string, std::vector<UOp>>>& case_kernels() {
-  static const auto all = [] {
-    std::vector<std::pair<std::string, std::vector<UOp>>> out;
-    for (const BenchCase& c : bench_cases()) {
-      std::vector<UOp> roots;
-      for (const Tensor& t : c.roots()) roots.push_back(tensor::uop(t));
-      const Schedule s = build_schedule(normalize_graph(roots).key);
-      std::vector<UOp> asts;
-      for (const ScheduleKernel& k : s.kernels) asts.push_back(k.ast);
-      out.emplace_back(c.name, std::move(asts));
-    }
-    return out;
-  }();
-  return all;
+// Every kernel of every case (its graph's inputs numbered placeholders: no buffer of the models
+// outlives the scheduling), scheduled once for all families and dropped after the last.
+using CaseKernels = std::vector<std::pair<std::string, std::vector<UOp>>>;
+CaseKernels schedule_cases() {
+  CaseKernels out;
+  for (const BenchCase& c : bench_cases()) {
+    std::vector<UOp> roots;
+    for (const Tensor& t : c.roots()) roots.push_back(tensor::uop(t));
+    const Schedule s = build_schedule(normalize_graph(roots).key);
+    std::vector<UOp> asts;
+    for (const ScheduleKernel& k : s.kernels) asts.push_back(k.ast);
+    out.emplace_back(c.name, std::move(asts));
+  }
+  return out;
 }
 
 std::string golden_path(const std::string& family) {
   return std::string(VKGRAD_SOURCE_DIR) + "/tests/codegen/golden/opts/" + family + ".txt";
 }
 
-class OptListGolden : public ::testing::TestWithParam<Family> {};
+class OptListGolden : public ::testing::TestWithParam<Family> {
+ protected:
+  static void SetUpTestSuite() { kernels_ = std::make_unique<CaseKernels>(schedule_cases()); }
+  static void TearDownTestSuite() { kernels_.reset(); }
+  static const CaseKernels& case_kernels() { return *kernels_; }
+
+ private:
+  static inline std::unique_ptr<CaseKernels> kernels_;
+};
 
 TEST_P(OptListGolden, EveryBenchKernel) {
   const Family& f = GetParam();
