@@ -38,6 +38,11 @@ Kernel::Kernel(const UOp& ast_, const Target& target_)
       G(static_cast<int>(info.globals.size())),
       R(static_cast<int>(info.reduces.size())) {}
 
+bool Kernel::reuses_columns() const {
+  if (!reuses_columns_) reuses_columns_ = G > 0 && reuses_product(ast, last());
+  return *reuses_columns_;
+}
+
 int64_t Kernel::size(int g) const { return range_size(info.globals[static_cast<size_t>(g)]); }
 int64_t Kernel::reduce_size(int r) const {
   return range_size(info.reduces[static_cast<size_t>(r)]);

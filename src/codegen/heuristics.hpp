@@ -26,6 +26,13 @@ struct Kernel {
   int64_t size(int g) const;         // the output axis' size (range_size)
   int64_t reduce_size(int r) const;  // the reduce axis' size
   const UOp& last() const { return info.globals.back(); }
+  // A loaded factor of a summed product ignores the innermost output axis (reuses_product): the
+  // kernel is matmul-like along its columns. False without output axes; computed once, for the
+  // rules that ask.
+  bool reuses_columns() const;
+
+ private:
+  mutable std::optional<bool> reuses_columns_;
 };
 
 // A rule's answer: the Opt list, or nothing where the rule passes the kernel on.

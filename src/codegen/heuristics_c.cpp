@@ -63,7 +63,7 @@ Answer short_elementwise_axes(const Kernel& k) {
 Answer register_tile(const Kernel& k) {
   if (k.G == 0 || is_matvec(k)) return std::nullopt;
   const int64_t f = pick_factor(k.size(k.G - 1), {32, 16, 8});
-  if (f <= 1 || !reuses_product(k.ast, k.last())) return std::nullopt;
+  if (f <= 1 || !k.reuses_columns()) return std::nullopt;
   std::vector<Opt> opts{{OptOp::UPCAST, k.G - 1, f}};
   for (int g = k.G - 2; g >= 0; --g)
     if (const int64_t f2 = pick_factor(k.size(g), {8, 4, 2});
@@ -101,7 +101,7 @@ Answer shared_index_math(const Kernel& k) {
 // vector of the other operand used 8 times, and split accumulators along the reduction, two
 // vectors of them, which read the matrix as vectors.
 Answer matvec(const Kernel& k) {
-  if (!is_matvec(k) || !reuses_product(k.ast, k.last())) return std::nullopt;
+  if (!is_matvec(k) || !k.reuses_columns()) return std::nullopt;
   std::vector<Opt> opts;
   if (const int64_t f = pick_factor(k.size(k.G - 1), {8, 4, 2}); f > 1)
     opts.push_back({OptOp::UPCAST, k.G - 1, f});

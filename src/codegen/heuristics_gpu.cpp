@@ -28,7 +28,6 @@ bool is_gpu(const Kernel& k) { return !k.tuning.workgroup_as_loop && k.tuning.mi
 bool conv_like(const Kernel& k) {
   return k.R > 1 || (k.G > 2 && prod_sizes(k.info.reduces) >= 128);
 }
-bool reused(const Kernel& k) { return k.G > 0 && reuses_product(k.ast, k.last()); }
 int64_t columns_of(const Kernel& k) { return k.G > 0 ? k.size(k.G - 1) : 0; }
 
 // The innermost reduction by 4 where a load runs along it: vec4 loads (a matmul's A along k, a
@@ -70,7 +69,7 @@ Answer elementwise_vectors(const Kernel& k) {
 // matmul of 256 steps or more over a subgroup's lanes, whose register tiles would leave too few
 // invocations; not a convolution, whose tiles keep the invocations (matmul_tile).
 Answer grouped_reduction(const Kernel& k) {
-  const bool reuse = reused(k), gpu = is_gpu(k), conv = conv_like(k);
+  const bool reuse = k.reuses_columns(), gpu = is_gpu(k), conv = conv_like(k);
   const int64_t below = gpu && !conv ? k.tuning.min_invocations
                         : reuse      ? k.tuning.group_reused_below
                                      : k.tuning.group_below;
@@ -96,7 +95,7 @@ Answer grouped_reduction(const Kernel& k) {
 // more, 64 steps at most) gives each invocation 4 neighbouring outputs, their windows' loads
 // overlapping.
 Answer plain_reduction(const Kernel& k) {
-  if (reused(k)) return std::nullopt;
+  if (k.reuses_columns()) return std::nullopt;
   std::vector<Opt> opts;
   const int64_t n = columns_of(k);
   if (k.tuning.workgroup_as_loop && k.R >= 2 && prod_sizes(k.info.reduces) <= 64 && n > 0 &&
