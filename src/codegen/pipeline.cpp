@@ -108,7 +108,7 @@ Program codegen(const UOp& ast, const CodegenOptions& options, const Target& tar
   // or the GEMM's rows, columns or batch, with the plan's scratch per thread.
   if (plan) {
     p.parallel_size = plan->parallel;
-    p.scratch_floats = plan->scratch_floats;
+    p.host.scratch_floats = plan->scratch_floats;
   } else if (const KernelAxes axes = kernel_axes(k); !axes.globals.empty()) {
     p.parallel_size = axes.globals[0].src(0).vmax();
     if (range_size(axes.globals[0]) < 0) p.launch_size = axes.globals[0].src(0);

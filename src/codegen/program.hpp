@@ -30,10 +30,14 @@ struct Program {
   std::string source;         // the whole translation unit
   int64_t parallel_size = 1;  // trip count of the outermost global loop (split across threads)
   int num_buffers = 0;
-  // CPU programs: floats of 64-byte aligned scratch each thread needs (a GEMM's packed panels),
-  // passed as bufs[num_buffers]; 0 when none.
-  int64_t scratch_floats = 0;
   std::vector<UOp> uops;  // the linear list (linearize), a GEMM's AST nodes (DEBUG=5)
+
+  // C programs only: floats of 64-byte aligned scratch each thread needs (a GEMM's packed
+  // panels), passed as bufs[num_buffers]; 0 when none.
+  struct Host {
+    int64_t scratch_floats = 0;
+  };
+  Host host;
 
   // GPU programs (GLSL) only. The shader's workgroup size is baked into its source; a launch
   // dispatches `groups` workgroups (already split into a 2-D/3-D grid when one dimension would

@@ -79,7 +79,7 @@ class CpuKernel final : public CompiledKernel {
   std::vector<VarArg> vars;
   UOp launch_size;
   std::vector<UOp> symbolic_ends;
-  int64_t scratch_floats = 0;  // per thread, passed after the buffers (Program::scratch_floats)
+  int64_t scratch_floats = 0;  // per thread, passed after the buffers (Program::host)
 };
 
 // This thread's kernel scratch, 64-byte aligned, grown to the largest request and freed with
@@ -189,7 +189,7 @@ class CpuRuntime final : public Runtime {
     k->parallel_size = p.parallel_size;
     k->vars = p.vars;
     k->launch_size = p.launch_size;
-    k->scratch_floats = p.scratch_floats;
+    k->scratch_floats = p.host.scratch_floats;
     k->flush_subnormals =
         flush_subnormals_ && std::none_of(p.uops.begin(), p.uops.end(), [](const UOp& u) {
           return u.dtype().base().scalar() == dtypes::float64;
