@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that includes point down the stage order only.
 
-    ir <- sched <- codegen <- runtime <- vk, cpu <- engine <- tensor <- onnx
+    ir <- sched <- codegen <- runtime <- vk, cpu <- engine <- tensor <- onnx, gguf <- llm
 
 Every #include in src/<stage>/** and include/vkgrad/** is resolved to the stage it names:
   - a quoted include that exists relative to the including file belongs to that file's stage;
@@ -36,6 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "engine": {"vk", "cpu", "runtime", "codegen", "sched", "ir"},
     "tensor": {"engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
     "onnx": {"tensor", "engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
+    "gguf": {"tensor", "engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
+    "llm": {"gguf", "tensor", "engine", "vk", "cpu", "runtime", "codegen", "sched", "ir"},
 }
 STAGES = set(ALLOWED)
 PUBLIC = "public"  # the stage name reported for include/vkgrad/
@@ -48,6 +50,7 @@ PLATFORM: list[tuple[str, set[str]]] = [
     ("spirv-tools/", {"vk"}),
     ("dlfcn.h", {"cpu"}),
     ("google/protobuf/", {"onnx"}),
+    ("unicode/", {"llm"}),
 ]
 
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".h", ".c", ".def", ".inc", ".ipp"}

@@ -5,6 +5,7 @@
 #include <vkgrad/device.hpp>
 #include <vkgrad/dtype.hpp>
 #include <vkgrad/error.hpp>
+#include <vkgrad/gguf.hpp>
 #include <vkgrad/jit.hpp>
 #include <vkgrad/nn.hpp>
 #include <vkgrad/onnx.hpp>

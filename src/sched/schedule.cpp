@@ -82,7 +82,8 @@ namespace {
 //     op: otherwise the reduction would recompute it for every broadcast copy;
 //   - an elementwise computation with a transcendental, a division or a power that any kernel
 //     reads through a broadcast of 8 or more (Adam's bias corrections 1 - beta^t, scalars
-//     broadcast over every parameter).
+//     broadcast over every parameter);
+//   - but never one that reads only narrow integers or nothing (decodes_narrow_data).
 // A pad with a value counts as a view here, not as a computation (is_value_pad).
 // Other elementwise work is recomputed where it is used, never stored, except a stored
 // reduction's own elementwise epilogue, which store_epilogues moves into its kernel.
@@ -101,10 +102,36 @@ bool is_value_pad(const UOp& u) {
          u.src(1).op() == Ops::PAD && constant_view(u.src(2));
 }
 
+// Whether the computation at u decodes packed data (every buffer or stored value it reads is an
+// integer of at most 2 bytes: a quantized weight's blocks, their float16 scales) or is integer
+// index arithmetic over no buffer (an arange's shifts). Stored, it would be wider than what it
+// reads, and a quantized weight would get a full-precision copy; it is recomputed where read.
+bool decodes_narrow_data(const UOp& u, const std::unordered_set<const UOpNode*>& realized) {
+  std::vector<UOp> stack{u};
+  std::unordered_set<const UOpNode*> seen;
+  bool reads = false, float_math = false;
+  while (!stack.empty()) {
+    const UOp n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    const bool read = n.op() == Ops::BUFFER || n.op() == Ops::REDUCE_AXIS ||
+                      (n.get() != u.get() && realized.count(n.get()));
+    if (read) {
+      if (!n.dtype().is_int() || n.dtype().itemsize() > 2) return false;
+      reads = true;
+      continue;
+    }
+    float_math = float_math || n.dtype().is_float();
+    for (const UOp& s : n.src()) stack.push_back(s);
+  }
+  return reads || !float_math;
+}
+
 bool worth_storing(const UOp& u, Broadcast how,
                    const std::unordered_set<const UOpNode*>& realized) {
   auto computes = [](Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; };
   if (how == Broadcast::none || !computes(u.op()) || is_value_pad(u)) return false;
+  if (decodes_narrow_data(u, realized)) return false;
   int ops = 0;
   std::vector<UOp> stack{u};
   std::unordered_set<const UOpNode*> seen;
