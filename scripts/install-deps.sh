@@ -10,7 +10,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools spirv-tools
   libfmt-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev libbenchmark-dev
-  libopenblas-dev nlohmann-json3-dev libsqlite3-dev python3
+  libopenblas-dev nlohmann-json3-dev libsqlite3-dev libicu-dev python3
   libonnx-dev libprotobuf-dev python3-onnx python3-numpy
 )
 peer_packages=(python3-torch python3-torchvision)
