@@ -7,6 +7,7 @@
 #include <vkgrad/error.hpp>
 #include <vkgrad/gguf.hpp>
 #include <vkgrad/jit.hpp>
+#include <vkgrad/llm.hpp>
 #include <vkgrad/nn.hpp>
 #include <vkgrad/onnx.hpp>
 #include <vkgrad/stats.hpp>
