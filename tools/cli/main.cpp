@@ -21,6 +21,8 @@
 
 #include "bench/harness.hpp"
 #include "bench/suite.hpp"
+#include "cli/generate.hpp"
+#include "cli/make_model.hpp"
 #include "cli/options.hpp"
 #include "cli/run.hpp"
 #include "cli/tune.hpp"
@@ -281,6 +283,12 @@ void print_usage(std::FILE* to) {
              "          [--input name=file.pb ...] [--runs N] (random inputs where none is\n"
              "          given, dynamic dimensions 1); prints its inputs and outputs, a summary\n"
              "          of each output, the first-call and median times, kernels per call\n"
+             "  generate  run a GGUF language model: vkgrad generate model.gguf -p TEXT [-n N]\n"
+             "          [--device D] [--temp T] [--top-k K] [--top-p P] [--seed S] [--ctx N];\n"
+             "          streams the text, then the load time, time to first token and rates\n"
+             "  make-model  write a Llama-family GGUF file of random weights: vkgrad make-model\n"
+             "          F [--arch llama|qwen2|qwen3] [--type Q4_0|Q8_0|F16|...]\n"
+             "          [--shape tiny|tinyllama|7b]\n"
              "\n"
              "bench and tune options:\n"
              "  --device D        run on device D (CPU, VULKAN, VULKAN:1, ...; default: the\n"
@@ -327,6 +335,8 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return vkgrad::bench_command(args);
     if (cmd == "tune") return vkgrad::tune_command(args);
     if (cmd == "run") return vkgrad::run_command(args);
+    if (cmd == "generate") return vkgrad::generate_command(args);
+    if (cmd == "make-model") return vkgrad::make_model_command(args);
     if (cmd == "cold-start-child") return vkgrad::cold_start_child(args, main_start);
   } catch (const vkgrad::Error& e) {
     fmt::print(stderr, "vkgrad {}: {}\n", cmd, e.what());
