@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <queue>
 #include <string_view>
 #include <unordered_map>
@@ -157,6 +158,69 @@ struct Fragment {
   size_t begin, end;
   int32_t token;  // -1: raw text
 };
+
+// A symbol of a piece being merged: bytes [begin, begin + size) of the piece, the token it is
+// (-1: none), and its neighbours still alive (-1 at either end). A symbol merged into its left
+// neighbour has size 0.
+struct Symbol {
+  int32_t token;
+  size_t begin, size;
+  int prev, next;
+};
+
+// What the vocabulary offers for two adjacent symbols: the token their merge makes (-1: none)
+// and its priority (higher merges first).
+struct Offer {
+  double priority;
+  int32_t token;
+};
+
+// The symbols of `begin`/`size` runs, linked in order.
+std::vector<Symbol> linked(std::vector<Symbol> sym) {
+  for (size_t i = 0; i < sym.size(); ++i) {
+    sym[i].prev = static_cast<int>(i) - 1;
+    sym[i].next = i + 1 < sym.size() ? static_cast<int>(i) + 1 : -1;
+  }
+  return sym;
+}
+
+// BPE's loop: keep merging the adjacent pair with the highest priority that `offer_for(left,
+// right)` proposes, the leftmost pair on ties, until none is left. The survivors are the symbols
+// reached from symbol 0 along `next`. A queued pair whose sides have merged since is stale: its
+// recorded size no longer matches.
+template <class OfferFor>
+void merge_symbols(std::vector<Symbol>& sym, OfferFor offer_for) {
+  struct Pair {
+    double priority;
+    int left, right;
+    size_t size;
+    int32_t token;
+  };
+  auto worse = [](const Pair& a, const Pair& b) {
+    return a.priority < b.priority || (a.priority == b.priority && a.left > b.left);
+  };
+  std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
+  auto offer = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    if (const std::optional<Offer> o = offer_for(sym[left], sym[right]))
+      queue.push({o->priority, left, right, sym[left].size + sym[right].size, o->token});
+  };
+  for (int i = 1; i < static_cast<int>(sym.size()); ++i) offer(i - 1, i);
+  while (!queue.empty()) {
+    const Pair p = queue.top();
+    queue.pop();
+    Symbol& l = sym[p.left];
+    Symbol& r = sym[p.right];
+    if (l.size == 0 || r.size == 0 || l.size + r.size != p.size) continue;
+    l.token = p.token;
+    l.size += r.size;
+    r.size = 0;
+    l.next = r.next;
+    if (r.next >= 0) sym[r.next].prev = p.left;
+    offer(l.prev, p.left);
+    offer(p.left, l.next);
+  }
+}
 
 }  // namespace
 
@@ -432,50 +496,21 @@ void Tokenizer::Impl::encode_spm(std::string_view fragment, bool space_prefix,
 // SentencePiece BPE: start from the characters and keep merging the adjacent pair whose
 // concatenation is the best-scoring token, the leftmost pair on ties.
 void Tokenizer::Impl::merge_spm(std::string_view s, std::vector<int32_t>& out) const {
-  struct Symbol {
-    size_t begin, size;
-    int prev, next;  // neighbours still alive, -1 at either end
-  };
-  std::vector<Symbol> sym;
-  for (const Utf8Char& c : split_utf8(s)) {
-    const int i = static_cast<int>(sym.size());
-    sym.push_back({c.offset, c.size, i - 1, i + 1});
-  }
-  if (sym.empty()) return;
-  sym.back().next = -1;
-
-  struct Pair {
-    float score;
-    int left, right;
-    size_t size;  // bytes the pair spans when queued; any other size means a side merged since
-  };
-  auto worse = [](const Pair& a, const Pair& b) {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
-  auto offer = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const size_t size = sym[left].size + sym[right].size;
-    const int32_t id = find(s.substr(sym[left].begin, size));
-    if (id >= 0) queue.push({score[id], left, right, size});
-  };
-  for (int i = 1; i < static_cast<int>(sym.size()); ++i) offer(i - 1, i);
-
-  while (!queue.empty()) {
-    const Pair p = queue.top();
-    queue.pop();
-    Symbol& l = sym[p.left];
-    Symbol& r = sym[p.right];
-    if (l.size == 0 || r.size == 0 || l.size + r.size != p.size) continue;
-    l.size += r.size;
-    r.size = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = p.left;
-    offer(l.prev, p.left);
-    offer(p.left, l.next);
-  }
+  std::vector<Symbol> chars;
+  for (const Utf8Char& c : split_utf8(s)) chars.push_back({-1, c.offset, c.size, 0, 0});
+  if (chars.empty()) return;
+  std::vector<Symbol> sym = linked(std::move(chars));
+  merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Offer> {
+    const int32_t id = find(s.substr(l.begin, l.size + r.size));
+    if (id < 0) return std::nullopt;
+    return Offer{score[id], id};
+  });
   for (int i = 0; i >= 0; i = sym[i].next) {
-    emit_spm_symbol(s.substr(sym[i].begin, sym[i].size), out);
+    if (sym[i].token >= 0) {
+      out.push_back(sym[i].token);
+    } else {
+      emit_spm_symbol(s.substr(sym[i].begin, sym[i].size), out);
+    }
   }
 }
 
@@ -519,49 +554,18 @@ void Tokenizer::Impl::encode_bpe(std::string_view fragment, std::vector<int32_t>
 // Byte-level BPE over one piece: start from its bytes' characters and keep applying the
 // lowest-ranked merge among adjacent pairs, the leftmost pair on ties.
 void Tokenizer::Impl::merge_bpe(std::string_view piece, std::vector<int32_t>& out) const {
-  struct Symbol {
-    int32_t token;  // -1: no token (its bytes are emitted one by one)
-    size_t begin, size;
-    int prev, next;
-  };
-  std::vector<Symbol> sym(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i) {
-    const int n = static_cast<int>(i);
-    sym[i] = {byte_token[static_cast<unsigned char>(piece[i])], i, 1, n - 1, n + 1};
-  }
-  if (sym.empty()) return;
-  sym.back().next = -1;
-
-  struct Pair {
-    Merge merge;
-    int left, right;
-    size_t size;  // bytes the pair spans when queued; any other size means a side merged since
-  };
-  auto worse = [](const Pair& a, const Pair& b) {
-    return a.merge.rank > b.merge.rank || (a.merge.rank == b.merge.rank && a.left > b.left);
-  };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
-  auto offer = [&](int left, int right) {
-    if (left < 0 || right < 0 || sym[left].token < 0 || sym[right].token < 0) return;
-    auto it = merges.find(pair_key(sym[left].token, sym[right].token));
-    if (it != merges.end()) queue.push({it->second, left, right, sym[left].size + sym[right].size});
-  };
-  for (int i = 1; i < static_cast<int>(sym.size()); ++i) offer(i - 1, i);
-
-  while (!queue.empty()) {
-    const Pair p = queue.top();
-    queue.pop();
-    Symbol& l = sym[p.left];
-    Symbol& r = sym[p.right];
-    if (l.size == 0 || r.size == 0 || l.size + r.size != p.size) continue;
-    l.token = p.merge.result;
-    l.size += r.size;
-    r.size = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = p.left;
-    offer(l.prev, p.left);
-    offer(p.left, l.next);
-  }
+  std::vector<Symbol> bytes;
+  for (size_t i = 0; i < piece.size(); ++i)
+    bytes.push_back({byte_token[static_cast<unsigned char>(piece[i])], i, 1, 0, 0});
+  if (bytes.empty()) return;
+  std::vector<Symbol> sym = linked(std::move(bytes));
+  // A merge's rank orders it (lower first); a symbol that is no token merges no further.
+  merge_symbols(sym, [&](const Symbol& l, const Symbol& r) -> std::optional<Offer> {
+    if (l.token < 0 || r.token < 0) return std::nullopt;
+    const auto it = merges.find(pair_key(l.token, r.token));
+    if (it == merges.end()) return std::nullopt;
+    return Offer{-static_cast<double>(it->second.rank), it->second.result};
+  });
   for (int i = 0; i >= 0; i = sym[i].next) {
     if (sym[i].token >= 0) {
       out.push_back(sym[i].token);
