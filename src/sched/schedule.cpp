@@ -83,7 +83,7 @@ namespace {
 //   - an elementwise computation with a transcendental, a division or a power that any kernel
 //     reads through a broadcast of 8 or more (Adam's bias corrections 1 - beta^t, scalars
 //     broadcast over every parameter);
-//   - but never one that reads only narrow integers or nothing (decodes_narrow_data).
+//   - but never one that reads only narrow integers or nothing (worth_storing).
 // A pad with a value counts as a view here, not as a computation (is_value_pad).
 // Other elementwise work is recomputed where it is used, never stored, except a stored
 // reduction's own elementwise epilogue, which store_epilogues moves into its kernel.
@@ -102,52 +102,40 @@ bool is_value_pad(const UOp& u) {
          u.src(1).op() == Ops::PAD && constant_view(u.src(2));
 }
 
-// Whether the computation at u decodes packed data (every buffer or stored value it reads is an
-// integer of at most 2 bytes: a quantized weight's blocks, their float16 scales) or is integer
-// index arithmetic over no buffer (an arange's shifts). Stored, it would be wider than what it
-// reads, and a quantized weight would get a full-precision copy; it is recomputed where read.
-bool decodes_narrow_data(const UOp& u, const std::unordered_set<const UOpNode*>& realized) {
-  std::vector<UOp> stack{u};
-  std::unordered_set<const UOpNode*> seen;
-  bool reads = false, float_math = false;
-  while (!stack.empty()) {
-    const UOp n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n.get()).second) continue;
-    const bool read = n.op() == Ops::BUFFER || n.op() == Ops::REDUCE_AXIS ||
-                      (n.get() != u.get() && realized.count(n.get()));
-    if (read) {
-      if (!n.dtype().is_int() || n.dtype().itemsize() > 2) return false;
-      reads = true;
-      continue;
-    }
-    float_math = float_math || n.dtype().is_float();
-    for (const UOp& s : n.src()) stack.push_back(s);
-  }
-  return reads || !float_math;
-}
-
+// One walk over the computation at u, down to what its kernel reads (buffers, reductions, stored
+// values). It is stored when it is costly to recompute: a transcendental, a division or a power,
+// or two or more ops read into a reduction. It never is when it decodes packed data (every value
+// it reads is an integer of at most 2 bytes: a quantized weight's blocks, their float16 scales)
+// or is integer index arithmetic over no buffer (an arange's shifts): stored, it would be wider
+// than what it reads, and a quantized weight would get a full-precision copy.
 bool worth_storing(const UOp& u, Broadcast how,
                    const std::unordered_set<const UOpNode*>& realized) {
   auto computes = [](Ops op) { return is_alu(op) || op == Ops::CAST || op == Ops::BITCAST; };
   if (how == Broadcast::none || !computes(u.op()) || is_value_pad(u)) return false;
-  if (decodes_narrow_data(u, realized)) return false;
   int ops = 0;
+  bool costly = false, reads = false, narrow_reads = true, float_math = false;
   std::vector<UOp> stack{u};
   std::unordered_set<const UOpNode*> seen;
   while (!stack.empty()) {
     const UOp n = stack.back();
     stack.pop_back();
     if (!seen.insert(n.get()).second) continue;
-    if (n.get() != u.get() && (realized.count(n.get()) || n.op() == Ops::REDUCE_AXIS)) continue;
+    if (n.op() == Ops::BUFFER || n.op() == Ops::REDUCE_AXIS ||
+        (n.get() != u.get() && realized.count(n.get()))) {
+      reads = true;
+      narrow_reads = narrow_reads && n.dtype().is_int() && n.dtype().itemsize() <= 2;
+      continue;
+    }
+    float_math = float_math || n.dtype().is_float();
     if (computes(n.op()) && !is_value_pad(n)) {
-      if (is_unary(n.op()) && n.op() != Ops::NEG) return true;  // transcendental or sqrt
-      if (n.op() == Ops::FDIV || n.op() == Ops::POW) return true;
-      if (++ops >= 2 && how == Broadcast::into_reduce) return true;
+      if (is_unary(n.op()) && n.op() != Ops::NEG) costly = true;  // transcendental or sqrt
+      if (n.op() == Ops::FDIV || n.op() == Ops::POW) costly = true;
+      if (++ops >= 2 && how == Broadcast::into_reduce) costly = true;
     }
     for (const UOp& s : n.src()) stack.push_back(s);
   }
-  return false;
+  const bool decodes_narrow_data = narrow_reads && (reads || !float_math);
+  return costly && !decodes_narrow_data;
 }
 
 std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
