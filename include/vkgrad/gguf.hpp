@@ -58,12 +58,9 @@ class Value {
   static Value array(std::vector<std::string> items);
   static Value array(std::span<const float> items);
   static Value array(std::span<const int32_t> items);
-  // An integer or float of the given type from a number (FormatError where it does not fit).
-  static Value of(ValueType type, double v);
 
   ValueType type() const { return type_; }
   ValueType element_type() const { return element_; }  // arrays only
-  bool is_integer() const;
   int64_t as_int() const;
   uint64_t as_uint() const;
   double as_float() const;

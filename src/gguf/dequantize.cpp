@@ -9,6 +9,7 @@
 #include <vkgrad/gguf.hpp>
 
 #include "gguf/formats.hpp"
+#include "tensor/tensor_impl.hpp"
 
 namespace vkgrad::gguf {
 
@@ -140,10 +141,9 @@ Tensor dequantize_blocks(const Blocks& b, std::string_view n) {
   throw InternalError(fmt::format("gguf: no dequantization for {}", n));
 }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "{";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "}";
+// The dtype a float format's values are stored in.
+DType float_dtype(const Format& f) {
+  return f.name == "F32" ? dtypes::float32 : f.name == "F16" ? dtypes::float16 : dtypes::bfloat16;
 }
 
 }  // namespace
@@ -158,18 +158,15 @@ Tensor dequantize(const Tensor& blocks, std::string_view type, const Shape& shap
     throw ShapeError(fmt::format(
         "gguf::dequantize: {} values of shape {} in {} ({}-value blocks of {} bytes) need a "
         "uint8 tensor of {} bytes with whole blocks per row, not {} {}",
-        values, shape_text(shape), f.name, f.block_values, f.block_bytes, n * f.block_bytes,
-        blocks.dtype().name(), shape_text(blocks.shape())));
+        values, tensor::shape_str(shape), f.name, f.block_values, f.block_bytes, n * f.block_bytes,
+        blocks.dtype().name(), tensor::shape_str(blocks.shape())));
   if (!f.quantized) {
     const Tensor v = blocks.reshape({values, f.block_bytes});
-    const DType dt = f.name == "F32"   ? dtypes::float32
-                     : f.name == "F16" ? dtypes::float16
-                                       : dtypes::bfloat16;
     Tensor word = v.shrink({{0, values}, {0, 1}}).cast(dtypes::int32);
     for (int64_t i = 1; i < f.block_bytes; ++i)
       word = word | (v.shrink({{0, values}, {i, i + 1}}).cast(dtypes::int32) << (8 * i));
     const DType bits = f.block_bytes == 4 ? dtypes::int32 : dtypes::uint16;
-    return word.cast(bits).bitcast(dt).cast(dtypes::float32).reshape(shape);
+    return word.cast(bits).bitcast(float_dtype(f)).cast(dtypes::float32).reshape(shape);
   }
   const Blocks b{blocks.reshape({n, f.block_bytes}), n};
   return dequantize_blocks(b, f.name).reshape(shape);
@@ -182,10 +179,7 @@ Tensor tensor_from_bytes(std::span<const uint8_t> bytes, const Format& f, const 
         Tensor::from_bytes(bytes.data(), bytes.size(), {static_cast<int64_t>(bytes.size())},
                            dtypes::uint8, device),
         f.name, shape);
-  const DType dt = f.name == "F32"   ? dtypes::float32
-                   : f.name == "F16" ? dtypes::float16
-                                     : dtypes::bfloat16;
-  return Tensor::from_bytes(bytes.data(), bytes.size(), shape, dt, device);
+  return Tensor::from_bytes(bytes.data(), bytes.size(), shape, float_dtype(f), device);
 }
 
 }  // namespace vkgrad::gguf

@@ -214,26 +214,28 @@ void q6_k(const float* x, uint8_t* b) {
   for (int k = 0; k < 16; ++k) b[192 + k] = static_cast<uint8_t>(static_cast<int8_t>(r.sc[k]));
 }
 
-void quantize_block(const Format& f, const float* x, uint8_t* b) {
-  const std::string_view n = f.name;
-  if (n == "F32") return std::memcpy(b, x, 4), void();
-  if (n == "F16") return put_half(b, *x), void();
-  if (n == "BF16") {
-    const uint16_t h = float_to_bf16_bits(*x);
-    b[0] = static_cast<uint8_t>(h & 0xff), b[1] = static_cast<uint8_t>(h >> 8);
-    return;
-  }
-  if (n == "Q4_0") return q_symmetric(x, b, 4);
-  if (n == "Q5_0") return q_symmetric(x, b, 5);
-  if (n == "Q4_1") return q_affine(x, b, 4);
-  if (n == "Q5_1") return q_affine(x, b, 5);
-  if (n == "Q8_0") return q8_0(x, b);
-  if (n == "Q2_K") return q2_k(x, b);
-  if (n == "Q3_K") return q3_k(x, b);
-  if (n == "Q4_K") return q4_k(x, b);
-  if (n == "Q5_K") return q5_k(x, b);
-  if (n == "Q6_K") return q6_k(x, b);
-  throw InternalError(fmt::format("gguf: no quantizer for {}", n));
+void f32(const float* x, uint8_t* b) { std::memcpy(b, x, 4); }
+void f16(const float* x, uint8_t* b) { put_half(b, *x); }
+void bf16(const float* x, uint8_t* b) {
+  const uint16_t h = float_to_bf16_bits(*x);
+  b[0] = static_cast<uint8_t>(h & 0xff), b[1] = static_cast<uint8_t>(h >> 8);
+}
+void q4_0(const float* x, uint8_t* b) { q_symmetric(x, b, 4); }
+void q5_0(const float* x, uint8_t* b) { q_symmetric(x, b, 5); }
+void q4_1(const float* x, uint8_t* b) { q_affine(x, b, 4); }
+void q5_1(const float* x, uint8_t* b) { q_affine(x, b, 5); }
+
+// One block's quantizer, chosen once per call of quantize().
+using Quantizer = void (*)(const float*, uint8_t*);
+Quantizer quantizer_of(const Format& f) {
+  const std::pair<std::string_view, Quantizer> table[] = {
+      {"F32", f32},   {"F16", f16},   {"BF16", bf16}, {"Q4_0", q4_0}, {"Q5_0", q5_0},
+      {"Q4_1", q4_1}, {"Q5_1", q5_1}, {"Q8_0", q8_0}, {"Q2_K", q2_k}, {"Q3_K", q3_k},
+      {"Q4_K", q4_k}, {"Q5_K", q5_k}, {"Q6_K", q6_k},
+  };
+  for (const auto& [name, q] : table)
+    if (name == f.name) return q;
+  throw InternalError(fmt::format("gguf: no quantizer for {}", f.name));
 }
 
 }  // namespace
@@ -262,8 +264,9 @@ std::vector<uint8_t> quantize(std::span<const float> values, std::string_view ty
         values.size(), row, f.block_values, f.name));
   const size_t blocks = values.size() / static_cast<size_t>(f.block_values);
   std::vector<uint8_t> out(blocks * static_cast<size_t>(f.block_bytes));
+  const Quantizer quantize_block = quantizer_of(f);
   for (size_t i = 0; i < blocks; ++i)
-    quantize_block(f, values.data() + i * static_cast<size_t>(f.block_values),
+    quantize_block(values.data() + i * static_cast<size_t>(f.block_values),
                    out.data() + i * static_cast<size_t>(f.block_bytes));
   return out;
 }

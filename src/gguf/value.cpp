@@ -86,41 +86,6 @@ Value Value::array(std::span<const int32_t> items) {
   return array(ValueType::int32, std::vector<Value>(items.begin(), items.end()));
 }
 
-Value Value::of(ValueType type, double x) {
-  auto fits = [&](double lo, double hi) {
-    if (!(x >= lo && x <= hi) || std::trunc(x) != x)
-      throw FormatError(fmt::format("gguf: {} does not fit a {}", x, type_name(type)));
-  };
-  switch (type) {
-    case ValueType::uint8:
-      return fits(0, 255), Value(static_cast<uint8_t>(x));
-    case ValueType::int8:
-      return fits(-128, 127), Value(static_cast<int8_t>(x));
-    case ValueType::uint16:
-      return fits(0, 65535), Value(static_cast<uint16_t>(x));
-    case ValueType::int16:
-      return fits(-32768, 32767), Value(static_cast<int16_t>(x));
-    case ValueType::uint32:
-      return fits(0, 4294967295.0), Value(static_cast<uint32_t>(x));
-    case ValueType::int32:
-      return fits(-2147483648.0, 2147483647.0), Value(static_cast<int32_t>(x));
-    case ValueType::uint64:
-      return fits(0, 18446744073709549568.0), Value(static_cast<uint64_t>(x));
-    case ValueType::int64:
-      return fits(-9223372036854775808.0, 9223372036854774784.0), Value(static_cast<int64_t>(x));
-    case ValueType::float32:
-      return Value(static_cast<float>(x));
-    case ValueType::float64:
-      return Value(x);
-    case ValueType::bool_:
-      return Value(x != 0);
-    default:
-      throw FormatError(fmt::format("gguf: Value::of makes numbers, not a {}", type_name(type)));
-  }
-}
-
-bool Value::is_integer() const { return is_signed(type_) || is_unsigned(type_); }
-
 int64_t Value::as_int() const {
   if (is_signed(type_)) return i_;
   if (!is_unsigned(type_)) mismatch(*this, "an integer");

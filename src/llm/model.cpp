@@ -11,11 +11,14 @@
 #include <vkgrad/error.hpp>
 #include <vkgrad/llm.hpp>
 
+#include "tensor/tensor_impl.hpp"
+
 namespace vkgrad::llm {
 
 namespace {
 
 constexpr int64_t kMaxContext = 4096;
+constexpr const char* kEmbedding = "token_embd.weight";
 
 struct Layer {
   Tensor attn_norm, q, k, v, o, ffn_norm, gate, up, down;
@@ -94,12 +97,6 @@ Vocabulary read_vocabulary(const gguf::File& f) {
   return v;
 }
 
-std::string shape_text(const Shape& s) {
-  std::string out = "{";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "}";
-}
-
 }  // namespace
 
 struct Model::Impl {
@@ -108,7 +105,6 @@ struct Model::Impl {
   Options options;
   Hyperparameters h;
   Tokenizer tokenizer;
-  std::string embedding_name;
   Tensor output_norm, output;
   std::vector<Layer> layers;
   std::vector<double> rope_factors;      // rope_freqs.weight: each frequency divided by its factor
@@ -120,7 +116,7 @@ struct Model::Impl {
     if (!t) throw Error(fmt::format("llm::load: {} has no tensor {}", file.path(), name));
     if (t->shape != shape)
       throw Error(fmt::format("llm::load: {}: tensor {} has shape {}, expected {}", file.path(),
-                              name, shape_text(t->shape), shape_text(shape)));
+                              name, tensor::shape_str(t->shape), tensor::shape_str(shape)));
     return file.tensor(name, device);
   }
   std::optional<Tensor> optional_weight(const std::string& name, const Shape& shape) const {
@@ -172,8 +168,8 @@ void Model::Impl::load_layers() {
 // One row per token: each token's row of blocks is cut from the mapped file, so a lookup reads
 // tokens x row bytes and the kernel is the same for every set of T tokens.
 Tensor Model::Impl::embed(const std::vector<int32_t>& tokens) const {
-  const gguf::TensorInfo& t = *file.find_tensor(embedding_name);
-  const std::span<const uint8_t> all = file.data(embedding_name);
+  const gguf::TensorInfo& t = *file.find_tensor(kEmbedding);
+  const std::span<const uint8_t> all = file.data(kEmbedding);
   const size_t row = all.size() / static_cast<size_t>(h.vocab);
   std::vector<uint8_t> rows;
   rows.reserve(row * tokens.size());
@@ -319,8 +315,7 @@ Model load(const std::string& gguf_path, const std::string& device, const Option
                             gguf_path, m->arch));
   Hyperparameters& h = m->h;
   h = read_hyperparameters(m->file, m->arch);
-  m->embedding_name = "token_embd.weight";
-  const gguf::TensorInfo* embd = m->file.find_tensor(m->embedding_name);
+  const gguf::TensorInfo* embd = m->file.find_tensor(kEmbedding);
   if (!embd || embd->shape.size() != 2 || embd->shape[1] != h.embedding)
     throw Error(
         fmt::format("llm::load: {}: no token_embd.weight of {} columns", gguf_path, h.embedding));
@@ -331,7 +326,7 @@ Model load(const std::string& gguf_path, const std::string& device, const Option
                             m->tokenizer.size(), h.vocab));
   m->output_norm = m->weight("output_norm.weight", {h.embedding});
   h.tied_embeddings = !m->file.find_tensor("output.weight");
-  m->output = h.tied_embeddings ? m->weight("token_embd.weight", {h.vocab, h.embedding})
+  m->output = h.tied_embeddings ? m->weight(kEmbedding, {h.vocab, h.embedding})
                                 : m->weight("output.weight", {h.vocab, h.embedding});
   if (m->file.find_tensor("rope_freqs.weight"))
     for (float f : m->weight("rope_freqs.weight", {h.rope_dims / 2}).to_vector<float>())

@@ -307,7 +307,7 @@ TEST(LlmErrors, BadCallsAndFilesAreNamedErrors) {
     if (t.name == "blk.0.attn_k.weight") t.value = random_tensor({64, 64}, 1, 0.1);
   gguf::save(bad, meta, wrong);
   expect_error<Error>([&] { llm::load(bad, "CPU"); },
-                      {"blk.0.attn_k.weight", "{64, 64}", "{32, 64}"});
+                      {"blk.0.attn_k.weight", "(64, 64)", "(32, 64)"});
   std::filesystem::remove(path);
   std::filesystem::remove(bad);
 }
