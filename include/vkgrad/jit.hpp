@@ -46,7 +46,9 @@ namespace vkgrad {
 //   the variable, not the size. One capture then serves every size in the variable's bounds:
 //   its kernels read the sizes the inputs bind when they run, and its buffers are sized for the
 //   variables' maxima. Outputs come back with the call's sizes. Other shapes are their own
-//   captures.
+//   captures. A 0-d input made by Tensor::variable(v.bind(n)) passes n on the same way: calls
+//   with any value share a capture, and replays give the captured kernels that read v (a
+//   position the function bound v to: assign_slice's start, slice's end) the call's value.
 // A capture runs on one device (DeviceError otherwise). A Jit called while another Jit is
 // capturing runs its function plainly, so the outer capture records its kernels. One Jit is not
 // to be called from two threads at once.

@@ -179,6 +179,18 @@ class Tensor {
   // same shape, dtype and device (ShapeError/DTypeError/DeviceError). Tensors built from the old
   // value keep the old value.
   Tensor& assign(const Tensor& value);
+  // Writes `value` into positions [start, start + value.shape()[dim]) of dimension `dim`, in
+  // place: when realized, one kernel writes that region of this tensor's buffer and nothing
+  // else (a KV cache's new rows). `value` has this tensor's shape except along `dim`, where it
+  // may be symbolic; its dtype and device are this tensor's (ShapeError/DTypeError/
+  // DeviceError). A Variable start is read when the kernel runs, so a Jit capture serves every
+  // position; a region running past the end is a ShapeError for the bound value and is not
+  // written past the buffer for others. This tensor is realized first if it is lazy. Unlike
+  // assign(), lazy tensors that read the old value and are realized after the write read the
+  // new region (realize or clone them first); in one realize, such a read after the write is an
+  // Error. Not differentiable.
+  Tensor& assign_slice(int dim, int64_t start, const Tensor& value);
+  Tensor& assign_slice(int dim, const Variable& start, const Tensor& value);
 
   // ---- elementwise --------------------------------------------------------------------------
   Tensor add(const Tensor& o) const;
@@ -316,6 +328,10 @@ class Tensor {
   Tensor squeeze(int dim) const;
   Tensor unsqueeze(int dim) const;
   Tensor slice(int dim, int64_t start, int64_t end, int64_t step = 1) const;
+  // The first `end` entries of dimension `dim` (end bound, within the dimension's size; the
+  // variable's maximum too), the dimension now symbolic: kernels computed from it read end's
+  // value when they run (attention over the filled part of a cache).
+  Tensor slice(int dim, const Variable& end) const;
   Tensor select(int dim, int64_t index) const;
   Tensor repeat(Shape times) const;
   std::vector<Tensor> split(int64_t size, int dim = 0) const;

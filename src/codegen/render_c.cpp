@@ -242,7 +242,11 @@ std::string CRenderer::load(const UOp& ld, const Names& names) const {
 std::string CRenderer::store(const UOp& st, const Names& names, int depth) const {
   const UOp& index = st.src(0);
   const std::string value = operand(st.src(1), names);
-  return fmt::format("{}data{}[{}] = {};\n", indent(depth), index.src(0).arg_as<int64_t>(),
+  // A gated store (an in-place write whose offset may run past the buffer) stores where its gate
+  // is on.
+  const std::string gate =
+      index.src().size() > 2 ? fmt::format("if ({}) ", operand(index.src(2), names)) : "";
+  return fmt::format("{}{}data{}[{}] = {};\n", indent(depth), gate, index.src(0).arg_as<int64_t>(),
                      operand(index.src(1), names), value);
 }
 // Upcast and unroll loops are unrolled (their accumulators become registers), except the one

@@ -87,7 +87,9 @@ UOp fold_vectors(const UOp& kernel, const Target& target) {
   UOp out = loads.empty() ? kernel : substitute(kernel, loads);
   const UOp& st = out.src(0);
   if (!upcasts.empty() && vectorizable(st.src(1).dtype()))
-    if (auto v = vec_access(st.src(0).src(1), upcasts, {}); v && v->range == upcasts.back())
+    if (auto v = vec_access(st.src(0).src(1), upcasts,
+                            st.src(0).src().size() > 2 ? st.src(0).src(2) : UOp{});
+        v && v->range == upcasts.back())
       out = UOp::sink({UOp::make(Ops::STORE, st.dtype(),
                                  {vector_index(st.src(0), v->index), st.src(1), v->range})});
   return out;

@@ -156,6 +156,10 @@ std::vector<UOp> realize(std::span<const UOp> roots, std::span<const std::string
     std::vector<size_t> arena_bytes;
     for (const ScheduleKernel& k : sched.kernels) {
       const ScheduleBuffer& sb = sched.buffers[static_cast<size_t>(k.buffers[0])];
+      // An input written in place (an ASSIGN's target) is written by the run too.
+      if (sb.kind == ScheduleBuffer::Kind::input &&
+          std::find(written.begin(), written.end(), g.inputs[sb.index]) == written.end())
+        written.push_back(g.inputs[sb.index]);
       arena_bytes.push_back(sb.kind == ScheduleBuffer::Kind::intermediate
                                 ? static_cast<size_t>(sched.arena_slot_bytes[sb.index])
                                 : 0);

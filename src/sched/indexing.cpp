@@ -302,9 +302,11 @@ UOp reduce_identity(Ops op, DType d) {
 LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
                            const std::function<bool(const UOp&)>& is_input) {
   LowerCtx ctx{&shapes, &is_input, {}, {}, 0, root};
-  const Shape shape = shapes(root);
-  // The root itself is computed here, so index its definition, never a load of itself.
-  const UOp start = root.op() == Ops::CONTIGUOUS ? root.src(0) : root;
+  // The root itself is computed here, so index its definition, never a load of itself. An
+  // ASSIGN's kernel covers its value, stored at the offsets into the target's buffer.
+  const bool in_place = root.op() == Ops::ASSIGN;
+  const UOp start = root.op() == Ops::CONTIGUOUS ? root.src(0) : in_place ? root.src(1) : root;
+  const Shape shape = shapes(start);
   std::vector<UOp> idx(shape.size());
   int64_t axis = 0;
   const std::vector<Shape> parts = range_parts(start, shape, shapes, is_input);
@@ -321,8 +323,23 @@ LoweredKernel lower_kernel(const UOp& root, lazy::ShapeMap& shapes,
   ctx.next_range = axis;
   const UOp value = graph_rewrite(index_node(start, kTrue, idx), pm_lower, ctx,
                                   {.parents_first = true, .name = "lower_kernel"});
-  const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod_max(shape)), 0);
-  UOp ast = UOp::sink({out.index(flatten(idx, shape)).store(value)});
+  const Shape& out_shape = shapes(root);
+  const UOp out = UOp::define_global(root.dtype().ptr(lazy::prod_max(out_shape)), 0);
+  UOp target = out.index(flatten(idx, shape));
+  if (in_place) {
+    // Each index moves by its offset; where an offset or the value's size is a variable, the
+    // store is gated to the target's extent (the simplifier drops a gate its bounds prove).
+    const IntTuple& offsets = root.arg_as<IntTuple>();
+    UOp inside = kTrue;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (offsets[i] != 0) idx[i] = idx[i] + lazy::dim_uop(offsets[i]);
+      if (lazy::is_sym(offsets[i]) || lazy::is_sym(shape[i]))
+        inside = and_(inside, idx[i].lt(lazy::dim_uop(out_shape[i])));
+    }
+    const UOp at = flatten(idx, out_shape);
+    target = inside == kTrue ? out.index(at) : out.index(at, inside);
+  }
+  UOp ast = UOp::sink({target.store(value)});
   ast = simplify(ast);
   return {std::move(ast), std::move(ctx.inputs)};
 }

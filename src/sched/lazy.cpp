@@ -162,6 +162,24 @@ UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes) {
 }
 UOp contiguous(const UOp& x) { return UOp::make(Ops::CONTIGUOUS, x.dtype(), {x}); }
 
+UOp assign(const UOp& target, const UOp& value, const Shape& offsets, const VarValues& values) {
+  std::vector<UOp> src{target, value};
+  for (int64_t d : offsets) {
+    if (!is_sym(d)) continue;
+    const UOp b = dim_uop(d).bind(dim_value(d, values));
+    if (std::find(src.begin(), src.end(), b) == src.end()) src.push_back(b);
+  }
+  return UOp::make(Ops::ASSIGN, target.dtype(), std::move(src), tuple(offsets));
+}
+
+UOp assign_buffer(const UOp& assign) {
+  UOp u = assign;
+  while (u.op() == Ops::ASSIGN || u.op() == Ops::RESHAPE) u = u.src(0);
+  if (u.op() != Ops::BUFFER)
+    throw InternalError(fmt::format("assign: the target is a {}, not a buffer", op_name(u.op())));
+  return u;
+}
+
 Ops reduce_op(const UOp& r) { return static_cast<Ops>(r.arg_as<IntTuple>()[0]); }
 std::vector<int64_t> reduce_axes(const UOp& r) {
   const IntTuple& a = r.arg_as<IntTuple>();
@@ -184,6 +202,8 @@ Shape infer(const UOp& u, const std::vector<const Shape*>& in) {
       const IntTuple& a = u.arg_as<IntTuple>();
       return Shape(a.begin(), a.end());
     }
+    case Ops::ASSIGN:
+      return *in[0];
     case Ops::PERMUTE: {
       const IntTuple& order = u.arg_as<IntTuple>();
       Shape s(order.size());

@@ -13,6 +13,11 @@
 //   RESHAPE/EXPAND arg=IntTuple new shape; PERMUTE arg=IntTuple order; PAD arg=PairTuple
 //             (before, after); SHRINK arg=PairTuple (start, end); FLIP arg=IntTuple of 0/1 flags.
 //   CONTIGUOUS src=(x): materialize x. DETACH src=(x): x (autograd only).
+//   ASSIGN    src=(target, value, BIND...), arg=IntTuple offsets: the target (a BUFFER, a plain
+//             view of one, or an earlier ASSIGN to it) with `value` written at `offsets` (one per
+//             dimension; a symbolic dimension for a variable's value, bound by the BINDs). Its
+//             kernel writes the target's buffer in place: it covers value's shape only, and
+//             what reads the ASSIGN reads that buffer after the write. Shape: the target's.
 //   GRAD_RULE src=(value, input...), arg=IntTuple{int(rule), parameter...}: value, whose gradient
 //             a rule of autograd's sends to the inputs directly instead of through value's graph
 //             (a convolution's input gradient as a transposed convolution); normalize_graph
@@ -39,6 +44,8 @@ using Shape = std::vector<int64_t>;
 
 namespace lazy {
 
+using VarValues = std::map<std::string, int64_t>;  // variable name -> bound value
+
 UOp buffer(DType dtype, int64_t count, const std::string& device);
 int64_t buffer_id(const UOp& buffer);  // the UNIQUE id of a BUFFER node
 const std::string& buffer_device(const UOp& buffer);
@@ -52,6 +59,9 @@ UOp shrink(const UOp& x, const PairTuple& bounds);
 UOp flip(const UOp& x, const std::vector<int64_t>& flags);
 UOp reduce(const UOp& x, Ops op, const std::vector<int64_t>& axes);
 UOp contiguous(const UOp& x);
+UOp assign(const UOp& target, const UOp& value, const Shape& offsets, const VarValues& values);
+// The BUFFER an ASSIGN writes (under its chain of targets and their views).
+UOp assign_buffer(const UOp& assign);
 
 // REDUCE_AXIS's op and axes.
 Ops reduce_op(const UOp& r);
@@ -69,8 +79,7 @@ Shape shape_of(const UOp& u);  // one-off: walks one path to the nearest known s
 
 int64_t prod(const Shape& s);  // of a shape without symbolic dimensions
 
-// ---- symbolic dimensions
-using VarValues = std::map<std::string, int64_t>;  // variable name -> bound value
+// ---- symbolic dimensions (declared below)
 // The dimension standing for `v` (registering it); Error when a variable of that name was
 // registered with other bounds.
 int64_t sym_dim(const VarArg& v);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <vkgrad/error.hpp>
@@ -158,7 +159,7 @@ std::unordered_set<const UOpNode*> choose_realized(const std::vector<UOp>& topo,
     const UOp& u = *it;
     if (u.op() == Ops::SINK) continue;
     Flags f = flags[u.get()];
-    if (u.op() == Ops::CONTIGUOUS ||
+    if (u.op() == Ops::CONTIGUOUS || u.op() == Ops::ASSIGN ||
         (u.op() == Ops::REDUCE_AXIS && (f.under || f.shared || f.viewed)) ||
         worth_storing(u, f.operand, realized))
       realized.insert(u.get());
@@ -356,6 +357,54 @@ void limit_kernel_buffers(const std::vector<UOp>& topo,
   }
 }
 
+// The order the kernels of `order` (realized nodes in graph order, each lowered) run in: each
+// after the kernels whose results it reads, and a write in place (ASSIGN) after every other
+// kernel that reads the value it overwrites (its target's BUFFER, or the ASSIGN before it), so
+// such a read sees the old value whichever order the graph listed them in. Otherwise graph order.
+// A kernel that reads both the old value and, through another kernel, the new one cannot be
+// ordered: Error.
+std::vector<size_t> kernel_order(const std::vector<UOp>& order,
+                                 const std::vector<LoweredKernel>& lowered) {
+  std::unordered_map<const UOpNode*, size_t> index_of;
+  for (size_t i = 0; i < order.size(); ++i) index_of.emplace(order[i].get(), i);
+  std::vector<std::vector<size_t>> after(order.size());  // kernel -> kernels that wait for it
+  std::vector<int> waits(order.size(), 0);
+  auto edge = [&](size_t from, size_t to) {
+    after[from].push_back(to);
+    ++waits[to];
+  };
+  std::unordered_map<const UOpNode*, std::vector<size_t>> readers;  // input node -> kernels
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const UOp& in : lowered[i].inputs) {
+      readers[in.get()].push_back(i);
+      if (auto it = index_of.find(in.get()); it != index_of.end()) edge(it->second, i);
+    }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i].op() != Ops::ASSIGN) continue;
+    UOp before = order[i].src(0);
+    while (before.op() == Ops::RESHAPE) before = before.src(0);
+    if (auto it = index_of.find(before.get()); it != index_of.end()) edge(it->second, i);
+    for (size_t k : readers[before.get()])
+      if (k != i) edge(k, i);
+  }
+  std::vector<size_t> out;
+  std::set<size_t> ready;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (waits[i] == 0) ready.insert(i);
+  while (!ready.empty()) {
+    const size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    out.push_back(i);
+    for (size_t j : after[i])
+      if (--waits[j] == 0) ready.insert(j);
+  }
+  if (out.size() != order.size())
+    throw Error(
+        "realize: one kernel reads both the old and the new value of a tensor written in place "
+        "(assign_slice); realize what reads the old value first");
+  return out;
+}
+
 }  // namespace
 
 Schedule build_schedule(const UOp& key) {
@@ -382,6 +431,10 @@ Schedule build_schedule(const UOp& key) {
   for (const UOp& u : topo)
     if (realized.count(u.get()) && u.op() != Ops::SINK) {
       order.push_back(u);
+      if (u.op() == Ops::ASSIGN) {  // written in place: its value is its target's buffer
+        buffer_of[u.get()] = buffer_of.at(lazy::assign_buffer(u).get());
+        continue;
+      }
       buffer_of[u.get()] = static_cast<int>(sched.buffers.size());
       sched.buffers.push_back(
           {ScheduleBuffer::Kind::intermediate, u.dtype(), lazy::prod_max(shapes(u)), 0});
@@ -397,17 +450,24 @@ Schedule build_schedule(const UOp& key) {
     sched.output_shapes.push_back(shapes(roots[i]));
   }
 
-  // Kernels, lowered one realized node at a time.
-  for (const UOp& r : order) {
-    if (lazy::prod_max(shapes(r)) == 0) continue;
-    LoweredKernel lk = lower_kernel(r, shapes, [&](const UOp& u) {
+  // Kernels, lowered one realized node at a time, in an order where every write in place comes
+  // after the reads of the value it replaces (kernel_order).
+  std::vector<LoweredKernel> lowered(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const UOp& r = order[i];
+    if (lazy::prod_max(shapes(r.op() == Ops::ASSIGN ? r.src(1) : r)) == 0) continue;
+    lowered[i] = lower_kernel(r, shapes, [&](const UOp& u) {
       return u != r && (u.op() == Ops::BUFFER || realized.count(u.get()));
     });
+  }
+  for (size_t i : kernel_order(order, lowered)) {
+    const UOp& r = order[i];
+    if (!lowered[i].ast) continue;  // nothing to compute: an empty result
     ScheduleKernel k;
-    k.ast = std::move(lk.ast);
+    k.ast = std::move(lowered[i].ast);
     k.buffers.push_back(buffer_of.at(r.get()));
-    for (const UOp& in : lk.inputs) k.buffers.push_back(buffer_of.at(in.get()));
-    k.global_shape = shapes(r);
+    for (const UOp& in : lowered[i].inputs) k.buffers.push_back(buffer_of.at(in.get()));
+    k.global_shape = shapes(r.op() == Ops::ASSIGN ? r.src(1) : r);
     sched.kernels.push_back(std::move(k));
   }
 

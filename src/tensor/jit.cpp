@@ -270,8 +270,11 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
     moved.push_back(std::move(t));
   }
 
+  // The variables the inputs bind: their symbolic axes, and a 0-d input made by
+  // Tensor::variable (realized for the function; its value comes from the caller's node).
   std::vector<UOp> input_nodes;
   for (const Tensor& t : in) input_nodes.push_back(tensor::uop(t));
+  for (const Tensor& t : inputs) input_nodes.push_back(tensor::uop(t));
   const lazy::VarValues vars = lazy::bound_values(input_nodes);
   c.graph->replay(substitute, vars);
   c.held.clear();

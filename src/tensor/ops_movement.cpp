@@ -2,6 +2,8 @@
 // shrink, flip): transpose, flatten, squeeze, slice, select, repeat, split, chunk, cat, stack —
 // all views or pads, never copies — plus gather and one_hot, which are tinygrad's one-hot compare
 // and sum (the scheduler fuses the compare into the reduction: one kernel, no index buffer).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <numeric>
@@ -189,6 +191,35 @@ Tensor Tensor::slice(int dim, int64_t start, int64_t end, int64_t step) const {
   Shape out = x.shape();
   out[ud] = count;
   return x.reshape(split).shrink(keep).reshape(out);
+}
+
+Tensor Tensor::slice(int dim, const Variable& end) const {
+  const int d = dim_of(*this, dim, "slice");
+  const auto ud = static_cast<size_t>(d);
+  if (!end.value())
+    throw Error(
+        fmt::format("slice: {} is not bound to a value (use {}.bind(n))", end.name(), end.name()));
+  if (end.max() > shape()[ud])
+    throw ShapeError(fmt::format("slice: {} reaches {}, past dimension {} of {}", end.name(),
+                                 end.max(), d, shape_str(shape())));
+  Shape sym = tensor::sym_shape(*this);
+  if (lazy::is_sym(sym[ud]))
+    throw ShapeError(fmt::format("slice: dimension {} of {} is already the symbolic {}", d,
+                                 shape_str(shape()), lazy::sym_var(sym[ud]).name));
+  const int64_t v = lazy::sym_dim({end.name(), end.min(), end.max()});
+  for (int64_t other : sym)
+    if (other == v)
+      throw ShapeError(fmt::format("slice: {} already stands for a dimension of {}", end.name(),
+                                   shape_str(shape())));
+  // (0, the variable) on `dim`; other symbolic dimensions are kept whole as their variables.
+  PadList bounds;
+  for (size_t i = 0; i < sym.size(); ++i) bounds.emplace_back(0, i == ud ? v : sym[i]);
+  Shape s = shape();
+  s[ud] = *end.value();
+  sym[ud] = v;
+  UOp node = lazy::reshape_bound(lazy::shrink(impl()->uop, bounds), sym, lazy::values_at(sym, s));
+  return tensor::with_sym(tensor::make(std::move(node), std::move(s), dtype(), device(), is_weak()),
+                          std::move(sym));
 }
 
 Tensor Tensor::select(int dim, int64_t index) const {
