@@ -188,7 +188,9 @@ class Tensor {
   // written past the buffer for others. This tensor is realized first if it is lazy. Unlike
   // assign(), lazy tensors that read the old value and are realized after the write read the
   // new region (realize or clone them first); in one realize, such a read after the write is an
-  // Error. Not differentiable.
+  // Error. The buffer written is the tensor's own: tensors realized together from one
+  // expression share one, so give each its own (empty(), or a realize of its own). Not
+  // differentiable.
   Tensor& assign_slice(int dim, int64_t start, const Tensor& value);
   Tensor& assign_slice(int dim, const Variable& start, const Tensor& value);
 

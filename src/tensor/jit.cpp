@@ -37,7 +37,10 @@ std::string signature(const std::vector<Tensor>& inputs) {
 
 // The BUFFER under a plain view of one (BUFFER or RESHAPE(BUFFER)), else a null UOp.
 UOp buffer_of(const Tensor& t) { return engine::as_buffer(tensor::uop(t)); }
-void* handle_of(const Tensor& t) { return engine::buffer_handle(buffer_of(t)); }
+void* handle_of(const Tensor& t) {
+  const UOp b = buffer_of(t);
+  return b ? engine::buffer_handle(b) : nullptr;
+}
 
 // A buffer a capture reads that is neither an input nor written by the capture (a weight, a
 // learning rate). When the tensor holding it is assigned later, replays read its new value, as
@@ -145,12 +148,29 @@ struct Capture {
   std::vector<UOp> held;
 };
 
+// A 0-d value of variables only (Tensor::variable): no buffer, nothing to realize; a call
+// passes on the values it binds.
+bool variable_value(const Tensor& t) {
+  if (t.ndim() != 0) return false;
+  bool binds = false;
+  for (const UOp& u : toposort(tensor::uop(t))) {
+    if (u.op() == Ops::BUFFER) return false;
+    binds = binds || u.op() == Ops::BIND;
+  }
+  return binds;
+}
+
 // The inputs as realized contiguous buffers, none aliasing another captured input (at the
-// capture) or a buffer the replay writes (on replays): those are copied.
+// capture) or a buffer the replay writes (on replays): those are copied. Variable values stay
+// as they are (their handle is null).
 std::vector<Tensor> prepare_inputs(const std::vector<Tensor>& inputs, const Capture* capture) {
   std::vector<Tensor> out;
   std::unordered_set<void*> seen;
   for (const Tensor& t : inputs) {
+    if (variable_value(t)) {
+      out.push_back(t);
+      continue;
+    }
     Tensor r = buffer_of(t) ? t : t.contiguous();
     r.realize();
     void* h = handle_of(r);
@@ -235,6 +255,7 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
   std::unordered_map<void*, void*> substitute;
   std::unordered_map<void*, size_t> input_of;  // captured input handle -> input index
   for (size_t i = 0; i < in.size(); ++i) {
+    if (!c.inputs[i]) continue;  // a variable value
     void* h = handle_of(in[i]);
     if (h != c.inputs[i]) substitute[c.inputs[i]] = h;
     input_of[c.inputs[i]] = i;
@@ -270,11 +291,10 @@ std::vector<Tensor> replay(Capture& c, const std::vector<Tensor>& inputs) {
     moved.push_back(std::move(t));
   }
 
-  // The variables the inputs bind: their symbolic axes, and a 0-d input made by
-  // Tensor::variable (realized for the function; its value comes from the caller's node).
+  // The variables the inputs bind: their symbolic axes, and 0-d inputs made by
+  // Tensor::variable.
   std::vector<UOp> input_nodes;
   for (const Tensor& t : in) input_nodes.push_back(tensor::uop(t));
-  for (const Tensor& t : inputs) input_nodes.push_back(tensor::uop(t));
   const lazy::VarValues vars = lazy::bound_values(input_nodes);
   c.graph->replay(substitute, vars);
   c.held.clear();

@@ -129,18 +129,19 @@ Tensor Tensor::unflatten(int dim, Shape sizes) const {
 
 Tensor Tensor::squeeze() const {
   Shape out;
-  for (int64_t n : shape())
-    if (n != 1) out.push_back(n);
-  return reshape(out);
+  for (int64_t n : tensor::sym_shape(*this))
+    if (n != 1) out.push_back(n);  // a symbolic axis stays, whatever it is bound to
+  return tensor::reshape_sym(*this, out);
 }
 
 Tensor Tensor::squeeze(int dim) const {
   if (is_scalar_dim(ndim(), dim)) return *this;
   const int d = normalize_axis(dim, shape(), "squeeze");
   if (shape()[static_cast<size_t>(d)] != 1) return *this;  // PyTorch: a no-op, not an error
-  Shape out = shape();
+  Shape out = tensor::sym_shape(*this);
+  if (lazy::is_sym(out[static_cast<size_t>(d)])) return *this;  // varies: not an axis of 1
   out.erase(out.begin() + d);
-  return reshape(out);
+  return tensor::reshape_sym(*this, out);
 }
 
 Tensor Tensor::unsqueeze(int dim) const {
@@ -150,9 +151,9 @@ Tensor Tensor::unsqueeze(int dim) const {
                      shape_str(shape()) + " (expected in [" + std::to_string(-n - 1) + ", " +
                      std::to_string(n) + "])");
   const int d = dim < 0 ? dim + n + 1 : dim;
-  Shape out = shape();
+  Shape out = tensor::sym_shape(*this);
   out.insert(out.begin() + d, 1);
-  return reshape(out);
+  return tensor::reshape_sym(*this, out);
 }
 
 // Python slicing: negative indices count from the end, out-of-range bounds clamp, an empty

@@ -256,18 +256,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     }
   }
   const int inserted = std::min({dx - 1, dw - 1, 1});
-  Shape xs(a.shape().begin(), a.shape().end() - 1);
+  // The operands' symbolic shapes with the axes of 1 inserted (a variable keeps its axis even
+  // when bound to 1).
+  const Shape &as = tensor::sym_shape(a), &bs = tensor::sym_shape(b);
+  Shape xs(as.begin(), as.end() - 1);
   xs.insert(xs.end(), static_cast<size_t>(inserted), 1);
-  xs.push_back(k);
-  Shape ws(b.shape().begin(), b.shape().end() - std::min(dw, 2));
+  xs.push_back(as.back());
+  Shape ws(bs.begin(), bs.end() - std::min(dw, 2));
   ws.insert(ws.end(), static_cast<size_t>(inserted), 1);
-  ws.insert(ws.end(), b.shape().end() + axis_w, b.shape().end());
+  ws.insert(ws.end(), bs.end() + axis_w, bs.end());
+  const Tensor x = tensor::reshape_sym(a, xs), w = tensor::reshape_sym(b, ws);
   // The product before the sum: (..., M, N, K) elements, each index of it computed.
-  Shape wt = ws;
+  Shape wt = w.shape();
   std::swap(wt.back(), wt[wt.size() - static_cast<size_t>(-axis_w)]);
-  tensor::checked_numel(tensor::broadcast_shape(xs, wt, "matmul"),
+  tensor::checked_numel(tensor::broadcast_shape(x.shape(), wt, "matmul"),
                         dtypes::least_upper_dtype(a.dtype(), b.dtype()), "matmul");
-  Tensor out = a.reshape(xs).mul(b.reshape(ws).transpose(-1, axis_w)).sum(-1);
+  Tensor out = x.mul(w.transpose(-1, axis_w)).sum(-1);
   const DType dt = dtypes::least_upper_dtype(a.dtype(), b.dtype());
   return out.dtype() == dt ? out : out.cast(dt);
 }

@@ -188,17 +188,23 @@ Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
 }
 
 Tensor broadcast_to(const Tensor& t, const Shape& shape, const char* op, const Shape& sym) {
-  if (t.shape() == shape) return t;
+  // Symbolic axes compare as their variables: an axis of 1 broadcast to a variable bound to 1
+  // is still expanded (other values of the variable need it).
+  const bool to_sym = lazy::has_sym(sym);
+  if (t.shape() == shape && (!to_sym || sym_shape(t) == sym)) return t;
   if (t.shape().size() > shape.size())
     throw ShapeError(
         fmt::format("{}: cannot broadcast {} to {}", op, shape_str(t.shape()), shape_str(shape)));
   Shape padded(shape.size() - t.shape().size(), 1);
   padded.insert(padded.end(), t.shape().begin(), t.shape().end());
-  const Tensor base = t.reshape(padded);
-  if (sym.empty()) return base.expand(shape);
+  Shape padded_sym(shape.size() - t.shape().size(), 1);
+  padded_sym.insert(padded_sym.end(), sym_shape(t).begin(), sym_shape(t).end());
+  const Tensor base = reshape_sym(t, padded_sym);
+  if (!to_sym) return base.expand(shape);
   Shape target = sym;  // the base's own symbolic axes stay (a broadcast leaves them alone)
   for (size_t i = 0; i < shape.size(); ++i)
-    if (padded[i] == shape[i]) target[i] = sym_shape(base)[i];
+    if (lazy::is_sym(padded_sym[i]) || (padded[i] == shape[i] && !lazy::is_sym(sym[i])))
+      target[i] = padded_sym[i];
   return expand_to(base, shape, std::move(target));
 }
 
@@ -272,9 +278,10 @@ std::vector<int> reduce_axes(const Tensor& t, const std::vector<int>& axes, cons
 Tensor squeeze_axes(const Tensor& t, const std::vector<int>& axes) {
   if (axes.empty()) return t;
   Shape s;
+  const Shape& sym = sym_shape(t);
   for (int i = 0; i < t.ndim(); ++i)
-    if (std::find(axes.begin(), axes.end(), i) == axes.end()) s.push_back(t.shape()[i]);
-  return t.reshape(s);
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) s.push_back(sym[i]);
+  return reshape_sym(t, s);
 }
 
 }  // namespace tensor
@@ -844,15 +851,41 @@ Tensor Tensor::reshape(Shape new_shape) const {
       sym[j] = impl()->sym[i];
     }
   }
-  const Shape& target = sym.empty() ? new_shape : sym;
-  UOp u = impl()->uop;
+  return tensor::reshaped(*this, std::move(new_shape), std::move(sym));
+}
+
+namespace tensor {
+
+Tensor reshaped(const Tensor& t, Shape shape, Shape sym) {
+  const Shape& target = sym.empty() ? shape : sym;
+  UOp u = t.impl()->uop;
   // Reshaping a reshape composes into one view (unless it binds variables); a scalar constant
   // needs no view at all.
   if (u.op() == Ops::RESHAPE && u.src().size() == 1) u = u.src(0);
   UOp node = lazy::shape_of(u) == target ? u : lazy::reshape(u, target);
-  return tensor::with_sym(make(std::move(node), std::move(new_shape), dtype(), device(), is_weak()),
-                          std::move(sym));
+  return with_sym(make(std::move(node), std::move(shape), t.dtype(), t.device(), t.is_weak()),
+                  std::move(sym));
 }
+
+Tensor reshape_sym(const Tensor& t, const Shape& sym) {
+  const Shape& from = sym_shape(t);
+  if (!lazy::has_sym(from)) return t.reshape(sym);
+  const lazy::VarValues values = lazy::values_at(from, t.shape());
+  for (int64_t d : from)
+    if (lazy::is_sym(d) && std::count(sym.begin(), sym.end(), d) != 1)
+      throw InternalError(
+          fmt::format("reshape of {} to {}: the symbolic axis {} does not come "
+                      "through once",
+                      shape_str(t.shape()), shape_str(sym), lazy::sym_var(d).name));
+  Shape shape = lazy::concrete(sym, values);
+  if (lazy::prod(shape) != t.numel())
+    throw ShapeError(
+        fmt::format("reshape: cannot reshape {} to {}", shape_str(t.shape()), shape_str(shape)));
+  if (shape == t.shape() && sym == from) return t;
+  return reshaped(t, std::move(shape), sym);
+}
+
+}  // namespace tensor
 
 Tensor Tensor::permute(std::vector<int> order) const {
   if (static_cast<int>(order.size()) != ndim())
@@ -955,7 +988,11 @@ Tensor Tensor::shrink(const PadList& bounds) const {
     s[i] = e - b;
     const bool whole = b == 0 && e == shape()[i];
     identity = identity && whole;
-    if (sym.empty() || !lazy::is_sym(sym[i])) continue;
+    if (sym.empty()) continue;
+    if (!lazy::is_sym(sym[i])) {
+      sym[i] = s[i];
+      continue;
+    }
     if (!whole)
       throw ShapeError(
           fmt::format("shrink: dimension {} of {} is the symbolic {}; it can only be kept whole", i,

@@ -65,6 +65,12 @@ std::vector<std::optional<Tensor>> conv_gradient(const Tensor& x, const Tensor& 
 // `sym` has no symbolic axis).
 const Shape& sym_shape(const Tensor& t);
 Tensor with_sym(Tensor t, Shape sym);
+// t reshaped to `shape` with the symbolic shape `sym` (empty: none), as the caller worked out.
+Tensor reshaped(const Tensor& t, Shape shape, Shape sym);
+// t reshaped to the symbolic shape `sym`, where each of t's variables stands for its axis: what
+// library ops that insert or drop axes of size 1 use, since by sizes alone a variable bound to 1
+// could be any axis of size 1.
+Tensor reshape_sym(const Tensor& t, const Shape& sym);
 // The symbolic shape a broadcast of tensors to `shape` has (their symbolic axes win).
 Shape broadcast_sym(std::span<const Tensor> ts, const Shape& shape);
 // The value of symbolic dimension d (sched/lazy.hpp), bound to `value`, as a 0-d tensor.

@@ -156,6 +156,32 @@ TEST_P(AssignSliceTest, BadWritesAreErrors) {
   expect_near(values_of(cache), std::vector<double>(12, 0.0), 0, 0, "unchanged");
 }
 
+TEST_P(AssignSliceTest, AttentionOverTheWrittenPrefix) {
+  // One decode step of grouped attention: the new key written at `pos`, the query against the
+  // first pos + 1 keys, equal to the same product over a concatenation.
+  const int64_t ctx = 8, kv = 2, group = 2, hd = 4, d = 6;
+  const Variable len("as_attn_len", 1, ctx), pos("as_attn_pos", 0, ctx - 1);
+  Tensor cache = data({ctx, kv, hd}, 3).realize();
+  const Tensor wq = data({d, kv * group * hd}, 5), wk = data({d, kv * hd}, 6);
+  for (int64_t n : {1, 2, 3}) {
+    SCOPED_TRACE(n);
+    const Tensor x = data({1, d}, 10 + n);
+    const Tensor q = x.matmul(wq).reshape({1, kv, group, hd}).permute({1, 2, 0, 3});
+    const Tensor k = x.matmul(wk).reshape({1, kv, hd});
+    const Tensor joined =
+        n == 1 ? k : cat({cache.shrink({{0, n - 1}, {0, kv}, {0, hd}}), k}, 0).realize();
+    cache.assign_slice(0, pos.bind(n - 1), k);
+    auto keys = [&](const Tensor& c) {
+      return c.permute({1, 0, 2}).unsqueeze(1).transpose(-1, -2);
+    };
+    const Tensor want = q.matmul(keys(joined)).softmax(-1).reshape({kv, group, n});
+    Tensor got = q.matmul(keys(cache.slice(0, len.bind(n)))).softmax(-1).reshape({kv, group, n});
+    std::vector<Tensor> all{got, cache};
+    Tensor::realize_all(all);
+    expect_near(values_of(all[0]), values_of(want), 1e-5, 1e-6, "attention weights");
+  }
+}
+
 VKGRAD_ALL_DEVICES(AssignSliceTest);
 
 }  // namespace

@@ -152,6 +152,31 @@ TEST_P(VariableTest, OneJitCaptureServesEverySize) {
   EXPECT_EQ(jit.replays(), static_cast<int64_t>(sizes.size()) - 2);
 }
 
+TEST_P(VariableTest, AVariableBoundToOneKeepsItsAxis) {
+  // Captured with the variable at 1, where sizes alone cannot tell its axis from an axis of 1:
+  // the kernels must still be the ones for every size (matmul over it, a broadcast of an axis
+  // of 1 against it, a reduction over it).
+  const Variable n("vt_one", 1, 16);
+  const Tensor w = data({3, 1, 4}, 7);
+  auto f = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    const Tensor x = in[0];                               // {3, n, 4}
+    const Tensor scores = w.matmul(x.transpose(-1, -2));  // {3, 1, n}
+    return {scores.softmax(-1).matmul(x), (x * w).sum(1), x.unsqueeze(0).squeeze(0).max(1)};
+  };
+  Jit jit(f);
+  for (int64_t len : {1, 1, 1, 3, 5}) {
+    SCOPED_TRACE(len);
+    const Tensor x = data({3, len, 4}, 40 + len);
+    const std::vector<Tensor> got = jit({x.symbolic(1, n)});
+    const std::vector<Tensor> want = f({x});
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].shape(), want[i].shape());
+      expect_near(values_of(got[i]), values_of(want[i]), 1e-5, 1e-6, "output " + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(jit.captures(), 1);
+}
+
 VKGRAD_ALL_DEVICES(VariableTest);
 
 }  // namespace
