@@ -55,6 +55,9 @@ class Model {
   // and values. Error where pos is past what the cache holds, the tokens run past the context,
   // or a token id is out of range.
   Tensor forward(const std::vector<int32_t>& tokens, int64_t pos);
+  // forward() computing the last token's logits only, float32 {1, vocab_size()} (what
+  // generation needs), in a buffer the next forward_last or forward overwrites.
+  Tensor forward_last(const std::vector<int32_t>& tokens, int64_t pos);
   void reset();            // empties the cache
   int64_t cached() const;  // positions the cache holds
 

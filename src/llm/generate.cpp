@@ -71,16 +71,14 @@ std::vector<int32_t> Model::generate(const std::vector<int32_t>& prompt, const S
   if (prompt.empty()) throw Error("llm::generate: an empty prompt");
   uint64_t rng = s.seed;
   std::vector<int32_t> out;
-  Tensor logits = forward(prompt, 0);
+  Tensor logits = forward_last(prompt, 0);
   int64_t pos = static_cast<int64_t>(prompt.size());
   while (static_cast<int>(out.size()) < s.max_tokens) {
-    const int64_t last = logits.shape()[0] - 1;
-    const int32_t id = sample(
-        logits.shrink({{last, last + 1}, {0, vocab_size()}}).reshape({vocab_size()}), s, rng);
+    const int32_t id = sample(logits.reshape({vocab_size()}), s, rng);
     out.push_back(id);
     if (on_token && !on_token(id)) break;
     if (tokenizer().is_end(id) || pos >= context()) break;
-    logits = forward({id}, pos++);
+    logits = forward_last({id}, pos++);
   }
   return out;
 }

@@ -1,14 +1,19 @@
 // llm: the Llama-family model (include/vkgrad/llm.hpp). load() reads the hyperparameters and
-// the tokenizer from the GGUF metadata and keeps every weight as File::tensor gives it (quantized
-// blocks stay blocks); forward() builds one lazy graph for the tokens — RMSNorm, attention with
-// RoPE over the cache and grouped KV heads, a SwiGLU feed-forward — and realizes the logits and
-// every layer's new cache in one schedule. Token embeddings are read one row per token from the
-// mapped file. Depends on gguf, tensor and the public headers.
+// the tokenizer from the GGUF metadata, keeps every weight as File::tensor gives it (quantized
+// blocks stay blocks) and allocates each layer's K and V cache for the whole context. A step
+// runs T tokens at positions [pos, pos + T): RMSNorm, attention with RoPE and grouped KV heads,
+// a SwiGLU feed-forward. Each layer writes its new keys and values into its cache in place
+// (assign_slice at the variable `pos`) and attends over the cache's first `len` = pos + T rows
+// (slice with a variable end), so the kernels are the same at every position: a step is a Jit
+// capture replayed for every token (decode, T = 1) or chunk (prefill, T a variable up to
+// kChunk). Token embeddings are read one row per token from the mapped file and are the Jit's
+// input. Depends on gguf, tensor and the public headers.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
 #include <vkgrad/error.hpp>
+#include <vkgrad/jit.hpp>
 #include <vkgrad/llm.hpp>
 
 #include "tensor/tensor_impl.hpp"
@@ -18,6 +23,7 @@ namespace vkgrad::llm {
 namespace {
 
 constexpr int64_t kMaxContext = 4096;
+constexpr int64_t kChunk = 128;  // the most tokens one prefill step runs
 constexpr const char* kEmbedding = "token_embd.weight";
 
 struct Layer {
@@ -107,9 +113,16 @@ struct Model::Impl {
   Tokenizer tokenizer;
   Tensor output_norm, output;
   std::vector<Layer> layers;
-  std::vector<double> rope_factors;      // rope_freqs.weight: each frequency divided by its factor
-  std::vector<Tensor> k_cache, v_cache;  // per layer {cached, kv_heads, head_dim}
-  int64_t cached = 0, context = 0;
+  Tensor rope_freqs;                     // float32 {rope_dims / 2}: each pair's frequency
+  std::vector<Tensor> k_cache, v_cache;  // per layer {context, kv_heads, head_dim}, in place
+  int64_t cached = 0, context = 0, chunk = 0;
+  // The step's variables: its first position, the positions it attends over (pos + T), and T
+  // for prefill. Named by the context, so models of other contexts have their own.
+  std::optional<Variable> pos_var, len_var, tokens_var;
+  // What the step functions bind the variables to (their plain and capturing runs).
+  int64_t step_pos = 0, step_tokens = 0;
+  // Decode (one token); prefill with every row's logits, and with the last row's only.
+  std::unique_ptr<Jit> decode, prefill_all, prefill_last;
 
   Tensor weight(const std::string& name, const Shape& shape) const {
     const gguf::TensorInfo* t = file.find_tensor(name);
@@ -125,9 +138,14 @@ struct Model::Impl {
   }
 
   void load_layers();
-  Tensor embed(const std::vector<int32_t>& tokens) const;
-  Tensor rope(const Tensor& x, int64_t pos) const;
-  Tensor attention(const Layer& l, const Tensor& h, int64_t pos, Tensor& k_cache,
+  void make_steps();
+  void check(const std::vector<int32_t>& tokens, int64_t pos) const;
+  Tensor embed_rows(const std::vector<int32_t>& tokens, int64_t rows) const;
+  std::vector<Tensor> step(const Tensor& rows, bool prefill, bool all_logits);
+  Tensor run(const std::vector<int32_t>& tokens, int64_t pos, bool all_logits);
+  Tensor positions(int64_t T) const;
+  Tensor rope(const Tensor& x, const Tensor& at) const;
+  Tensor attention(const Layer& l, const Tensor& h, const Tensor& at, Tensor& k_cache,
                    Tensor& v_cache) const;
   Tensor rms_norm(const Tensor& x, const Tensor& w) const {
     return x * (x.square().mean(-1, true) + h.norm_eps).rsqrt() * w.cast(dtypes::float32);
@@ -165,94 +183,160 @@ void Model::Impl::load_layers() {
   }
 }
 
-// One row per token: each token's row of blocks is cut from the mapped file, so a lookup reads
-// tokens x row bytes and the kernel is the same for every set of T tokens.
-Tensor Model::Impl::embed(const std::vector<int32_t>& tokens) const {
-  const gguf::TensorInfo& t = *file.find_tensor(kEmbedding);
+// One row per token: each token's row of blocks is copied from the mapped file, into `rows`
+// rows (the rest zero), so a lookup reads tokens x row bytes and the step's input has one shape.
+Tensor Model::Impl::embed_rows(const std::vector<int32_t>& tokens, int64_t rows) const {
   const std::span<const uint8_t> all = file.data(kEmbedding);
   const size_t row = all.size() / static_cast<size_t>(h.vocab);
-  std::vector<uint8_t> rows;
-  rows.reserve(row * tokens.size());
-  for (int32_t id : tokens)
-    rows.insert(rows.end(), all.begin() + static_cast<std::ptrdiff_t>(row * id),
-                all.begin() + static_cast<std::ptrdiff_t>(row * (id + 1)));
-  const auto n = static_cast<int64_t>(tokens.size());
-  const Tensor raw = Tensor::from_bytes(rows.data(), rows.size(),
-                                        {static_cast<int64_t>(rows.size())}, dtypes::uint8, device);
-  return gguf::dequantize(raw, t.type, {n, h.embedding});
+  std::vector<uint8_t> bytes(row * static_cast<size_t>(rows), 0);
+  for (size_t t = 0; t < tokens.size(); ++t)
+    std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(row * tokens[t]), row,
+                bytes.begin() + static_cast<std::ptrdiff_t>(row * t));
+  return Tensor::from_bytes(bytes.data(), bytes.size(), {static_cast<int64_t>(bytes.size())},
+                            dtypes::uint8, device);
 }
 
-// RoPE on x {T, heads, head_dim} at positions pos..pos+T-1: pair p of the first rope_dims
+// The step's positions pos .. pos + T - 1 as int32 {T, 1, 1} (T symbolic in prefill).
+Tensor Model::Impl::positions(int64_t T) const {
+  const Tensor t = T == 1 ? Tensor::arange(int64_t{1}, {}, device)
+                          : Tensor::arange(chunk, {}, device).slice(0, tokens_var->bind(T));
+  return (t + Tensor::variable(pos_var->bind(step_pos), {}, device)).unsqueeze(1).unsqueeze(2);
+}
+
+// RoPE on x {T, heads, head_dim} at positions `at` {T, 1, 1}: pair p of the first rope_dims
 // dimensions turns by angle position * base^(-2p / rope_dims) (divided by the linear scale and
-// the pair's rope factor). llama pairs dimensions (2p, 2p + 1); qwen pairs (p, p + rope_dims/2).
-Tensor Model::Impl::rope(const Tensor& x, int64_t pos) const {
+// the pair's rope factor: rope_freqs). llama pairs dimensions (2p, 2p + 1); qwen pairs
+// (p, p + rope_dims/2). The angles are computed on the device from the step's position.
+Tensor Model::Impl::rope(const Tensor& x, const Tensor& at) const {
   const int64_t T = x.shape()[0], H = x.shape()[1], half = h.rope_dims / 2;
-  std::vector<float> cos_v, sin_v;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t p = 0; p < half; ++p) {
-      double freq =
-          std::pow(h.rope_base, -2.0 * static_cast<double>(p) / static_cast<double>(h.rope_dims));
-      if (!rope_factors.empty()) freq /= rope_factors[static_cast<size_t>(p)];
-      const double angle = static_cast<double>(pos + t) / h.rope_scale * freq;
-      cos_v.push_back(static_cast<float>(std::cos(angle)));
-      sin_v.push_back(static_cast<float>(std::sin(angle)));
-    }
-  const Tensor c = Tensor::from_vector<float>(cos_v, {T, 1, half}, {}, device);
-  const Tensor s = Tensor::from_vector<float>(sin_v, {T, 1, half}, {}, device);
-  const Tensor rot = x.shrink({{0, T}, {0, H}, {0, h.rope_dims}});
+  const Tensor angle = at.cast(dtypes::float32) * rope_freqs.reshape({1, 1, half});
+  const Tensor c = angle.cos(), s = angle.sin();
+  auto part = [&](const Tensor& t, int axis, int64_t begin, int64_t end) {
+    PadList b{{0, T}, {0, H}, {0, t.shape()[2]}};
+    if (t.ndim() == 4) b.emplace_back(0, 2);
+    b[static_cast<size_t>(axis)] = {begin, end};
+    return t.shrink(b);
+  };
+  const Tensor rot = h.rope_dims == h.head_dim ? x : part(x, 2, 0, h.rope_dims);
   Tensor a, b;
   if (h.rope_halves) {
-    a = rot.shrink({{0, T}, {0, H}, {0, half}});
-    b = rot.shrink({{0, T}, {0, H}, {half, 2 * half}});
+    a = part(rot, 2, 0, half);
+    b = part(rot, 2, half, 2 * half);
   } else {
     const Tensor pairs = rot.reshape({T, H, half, 2});
-    a = pairs.shrink({{0, T}, {0, H}, {0, half}, {0, 1}}).reshape({T, H, half});
-    b = pairs.shrink({{0, T}, {0, H}, {0, half}, {1, 2}}).reshape({T, H, half});
+    a = part(pairs, 3, 0, 1).reshape({T, H, half});
+    b = part(pairs, 3, 1, 2).reshape({T, H, half});
   }
   const Tensor ra = a * c - b * s, rb = a * s + b * c;
   const Tensor turned =
       h.rope_halves ? cat({ra, rb}, 2) : stack({ra, rb}, 3).reshape({T, H, h.rope_dims});
   if (h.rope_dims == h.head_dim) return turned;
-  return cat({turned, x.shrink({{0, T}, {0, H}, {h.rope_dims, h.head_dim}})}, 2);
+  return cat({turned, part(x, 2, h.rope_dims, h.head_dim)}, 2);
 }
 
-Tensor Model::Impl::attention(const Layer& l, const Tensor& x, int64_t pos, Tensor& k_cache,
+// Attention of the step's T queries over the cache's first len = pos + T positions, after the
+// step's keys and values are written at [pos, pos + T). Query head j reads KV head j / group:
+// the queries are {kv_heads, group, T, head_dim} against keys {kv_heads, 1, len, head_dim}.
+Tensor Model::Impl::attention(const Layer& l, const Tensor& x, const Tensor& at, Tensor& k_cache,
                               Tensor& v_cache) const {
-  const int64_t T = x.shape()[0], hd = h.head_dim, S = pos + T, group = h.heads / h.kv_heads;
+  const int64_t T = x.shape()[0], hd = h.head_dim, kv = h.kv_heads, group = h.heads / kv;
   auto project = [&](const Tensor& w, const std::optional<Tensor>& bias, int64_t heads) {
     Tensor y = x.matmul(w.transpose());
     if (bias) y = y + bias->cast(dtypes::float32);
     return y.reshape({T, heads, hd});
   };
-  Tensor q = project(l.q, l.q_bias, h.heads), k = project(l.k, l.k_bias, h.kv_heads);
-  const Tensor v = project(l.v, l.v_bias, h.kv_heads);
+  Tensor q = project(l.q, l.q_bias, h.heads), k = project(l.k, l.k_bias, kv);
+  const Tensor v = project(l.v, l.v_bias, kv);
   if (l.q_norm) q = rms_norm(q, *l.q_norm), k = rms_norm(k, *l.k_norm);
-  q = rope(q, pos), k = rope(k, pos);
-  const DType cd = options.cache_dtype;
-  auto extend = [&](const Tensor& cache, const Tensor& fresh) {
-    if (pos == 0) return fresh.cast(cd);
-    return cat({cache.shrink({{0, pos}, {0, h.kv_heads}, {0, hd}}), fresh.cast(cd)}, 0);
-  };
-  k_cache = extend(k_cache, k), v_cache = extend(v_cache, v);
-  // Grouped heads: query head j reads KV head j / group.
-  auto heads = [&](const Tensor& c) {
-    return c.cast(dtypes::float32)
-        .reshape({S, h.kv_heads, 1, hd})
-        .expand({S, h.kv_heads, group, hd})
-        .reshape({S, h.heads, hd})
-        .permute({1, 0, 2});
+  q = rope(q, at), k = rope(k, at);
+  const Variable start = pos_var->bind(step_pos), len = len_var->bind(step_pos + step_tokens);
+  k_cache.assign_slice(0, start, k.cast(options.cache_dtype));
+  v_cache.assign_slice(0, start, v.cast(options.cache_dtype));
+  auto heads = [&](const Tensor& c) {  // {len, kv, hd} -> {kv, 1, len, hd}
+    return c.slice(0, len).cast(dtypes::float32).permute({1, 0, 2}).unsqueeze(1);
   };
   const Tensor keys = heads(k_cache), values = heads(v_cache);
-  std::vector<float> mask(static_cast<size_t>(T * S));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < S; ++j)
-      mask[static_cast<size_t>(t * S + j)] = j <= pos + t ? 0.0f : -INFINITY;
-  const Tensor scores =
-      q.permute({1, 0, 2}).matmul(keys.transpose()) * (1.0 / std::sqrt(static_cast<double>(hd))) +
-      Tensor::from_vector<float>(mask, {1, T, S}, {}, device);
+  const Tensor queries = q.reshape({T, kv, group, hd}).permute({1, 2, 0, 3});
+  Tensor scores =
+      queries.matmul(keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  if (T != 1 || tensor::sym_shape(x)[0] < 0) {
+    // Causal: the query at position p sees keys 0..p.
+    const Tensor key_pos = Tensor::arange(context, {}, device).slice(0, len);
+    const Tensor mask = key_pos.unsqueeze(0) <= at.squeeze(2);
+    scores = where(mask, scores, -INFINITY);
+  }
   const Tensor out =
-      scores.softmax(-1).matmul(values).permute({1, 0, 2}).reshape({T, h.heads * hd});
+      scores.softmax(-1).matmul(values).permute({2, 0, 1, 3}).reshape({T, h.heads * hd});
   return out.matmul(l.o.transpose());
+}
+
+// One step over `rows` (the Jit's input: the embedding rows' bytes): the logits, every row's
+// or the last row's. The caches are updated by assign_slice, which the Jit replays.
+std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all_logits) {
+  const gguf::TensorInfo& e = *file.find_tensor(kEmbedding);
+  const int64_t T = prefill ? step_tokens : 1;
+  Tensor x = gguf::dequantize(rows, e.type, {prefill ? chunk : 1, h.embedding});
+  if (prefill) x = x.slice(0, tokens_var->bind(step_tokens));
+  const Tensor at = positions(T);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    x = x + attention(l, rms_norm(x, l.attn_norm), at, k_cache[i], v_cache[i]);
+    const Tensor f = rms_norm(x, l.ffn_norm);
+    x = x + (f.matmul(l.gate.transpose()).silu() * f.matmul(l.up.transpose()))
+                .matmul(l.down.transpose());
+  }
+  if (prefill && !all_logits) {
+    // The last row: T - 1 picked by a one-hot sum (T is symbolic).
+    const Tensor last =
+        at.squeeze(2) == Tensor::variable(len_var->bind(step_pos + T), {}, device) - 1;
+    x = (x * last.cast(dtypes::float32)).sum(0, true);
+  }
+  return {rms_norm(x, output_norm).matmul(output.transpose())};
+}
+
+void Model::Impl::make_steps() {
+  chunk = std::min(kChunk, context);
+  pos_var.emplace(fmt::format("llm_pos_{}", context), 0, context - 1);
+  len_var.emplace(fmt::format("llm_len_{}", context), 1, context);
+  tokens_var.emplace(fmt::format("llm_tokens_{}", chunk), 1, chunk);
+  decode = std::make_unique<Jit>(
+      [this](const std::vector<Tensor>& in) { return step(in[0], false, true); });
+  prefill_all = std::make_unique<Jit>(
+      [this](const std::vector<Tensor>& in) { return step(in[0], true, true); });
+  prefill_last = std::make_unique<Jit>(
+      [this](const std::vector<Tensor>& in) { return step(in[0], true, false); });
+}
+
+// The tokens at positions pos.. in steps: one decode replay for a single token, prefill replays
+// of up to `chunk` tokens otherwise. The result is the Jit's own buffer (overwritten by the next
+// step), or the rows of every chunk joined.
+Tensor Model::Impl::run(const std::vector<int32_t>& tokens, int64_t pos, bool all_logits) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  std::vector<Tensor> parts;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t T = std::min(chunk, n - begin);
+    const std::vector<int32_t> part(tokens.begin() + begin, tokens.begin() + begin + T);
+    step_pos = pos + begin;
+    step_tokens = T;
+    const Tensor variables[] = {Tensor::variable(pos_var->bind(step_pos), {}, device),
+                                Tensor::variable(len_var->bind(step_pos + T), {}, device)};
+    Tensor logits;
+    if (T == 1 && (all_logits || begin + T == n)) {
+      logits = (*decode)({embed_rows(part, 1), variables[0], variables[1]})[0];
+    } else {
+      Jit& jit = all_logits ? *prefill_all : *prefill_last;
+      logits = jit({embed_rows(part, chunk), variables[0], variables[1],
+                    Tensor::variable(tokens_var->bind(T), {}, device)})[0];
+    }
+    cached = std::max(cached, step_pos + T);
+    if (all_logits && n > chunk)
+      parts.push_back(logits.clone().realize());
+    else if (begin + T >= n)
+      parts.push_back(logits);
+  }
+  if (parts.size() == 1) return parts[0];
+  Tensor joined = cat(parts, 0);
+  return joined.realize();
 }
 
 const std::string& Model::architecture() const { return impl_->arch; }
@@ -262,43 +346,34 @@ const Hyperparameters& Model::hyperparameters() const { return impl_->h; }
 const Tokenizer& Model::tokenizer() const { return impl_->tokenizer; }
 int64_t Model::cached() const { return impl_->cached; }
 
-void Model::reset() {
-  impl_->cached = 0;
-  for (Tensor& t : impl_->k_cache) t = Tensor();
-  for (Tensor& t : impl_->v_cache) t = Tensor();
+void Model::reset() { impl_->cached = 0; }
+
+// Error where a step of `tokens` at `pos` cannot run.
+void Model::Impl::check(const std::vector<int32_t>& tokens, int64_t pos) const {
+  if (tokens.empty()) throw Error("llm::forward: no tokens");
+  if (pos < 0 || pos > cached)
+    throw Error(fmt::format("llm::forward: position {} is past the {} positions the cache holds",
+                            pos, cached));
+  const auto T = static_cast<int64_t>(tokens.size());
+  if (pos + T > context)
+    throw Error(fmt::format("llm::forward: positions {} .. {} run past the context of {}", pos,
+                            pos + T - 1, context));
+  for (int32_t id : tokens)
+    if (id < 0 || id >= h.vocab)
+      throw Error(
+          fmt::format("llm::forward: token id {} is out of range (vocabulary {})", id, h.vocab));
 }
 
 Tensor Model::forward(const std::vector<int32_t>& tokens, int64_t pos) {
-  Impl& m = *impl_;
-  if (tokens.empty()) throw Error("llm::forward: no tokens");
-  if (pos < 0 || pos > m.cached)
-    throw Error(fmt::format("llm::forward: position {} is past the {} positions the cache holds",
-                            pos, m.cached));
-  const auto T = static_cast<int64_t>(tokens.size());
-  if (pos + T > m.context)
-    throw Error(fmt::format("llm::forward: positions {} .. {} run past the context of {}", pos,
-                            pos + T - 1, m.context));
-  for (int32_t id : tokens)
-    if (id < 0 || id >= m.h.vocab)
-      throw Error(
-          fmt::format("llm::forward: token id {} is out of range (vocabulary {})", id, m.h.vocab));
-  std::vector<Tensor> k_cache = m.k_cache, v_cache = m.v_cache;
-  Tensor x = m.embed(tokens);
-  for (size_t i = 0; i < m.layers.size(); ++i) {
-    const Layer& l = m.layers[i];
-    x = x + m.attention(l, m.rms_norm(x, l.attn_norm), pos, k_cache[i], v_cache[i]);
-    const Tensor f = m.rms_norm(x, l.ffn_norm);
-    x = x + (f.matmul(l.gate.transpose()).silu() * f.matmul(l.up.transpose()))
-                .matmul(l.down.transpose());
-  }
-  std::vector<Tensor> out{m.rms_norm(x, m.output_norm).matmul(m.output.transpose())};
-  out.insert(out.end(), k_cache.begin(), k_cache.end());
-  out.insert(out.end(), v_cache.begin(), v_cache.end());
-  Tensor::realize_all(out);
-  const size_t L = m.layers.size();
-  for (size_t i = 0; i < L; ++i) m.k_cache[i] = out[1 + i], m.v_cache[i] = out[1 + L + i];
-  m.cached = pos + T;
-  return out[0];
+  impl_->check(tokens, pos);
+  // A copy where the result is the step's buffer, which the next step overwrites.
+  Tensor out = impl_->run(tokens, pos, true);
+  return static_cast<int64_t>(tokens.size()) > impl_->chunk ? out : out.clone().realize();
+}
+
+Tensor Model::forward_last(const std::vector<int32_t>& tokens, int64_t pos) {
+  impl_->check(tokens, pos);
+  return impl_->run(tokens, pos, false);
 }
 
 Model load(const std::string& gguf_path, const std::string& device, const Options& options) {
@@ -328,13 +403,31 @@ Model load(const std::string& gguf_path, const std::string& device, const Option
   h.tied_embeddings = !m->file.find_tensor("output.weight");
   m->output = h.tied_embeddings ? m->weight(kEmbedding, {h.vocab, h.embedding})
                                 : m->weight("output.weight", {h.vocab, h.embedding});
-  if (m->file.find_tensor("rope_freqs.weight"))
-    for (float f : m->weight("rope_freqs.weight", {h.rope_dims / 2}).to_vector<float>())
-      m->rope_factors.push_back(f);
+  std::vector<float> freqs;
+  for (int64_t p = 0; p < h.rope_dims / 2; ++p)
+    freqs.push_back(static_cast<float>(
+        std::pow(h.rope_base, -2.0 * static_cast<double>(p) / static_cast<double>(h.rope_dims)) /
+        h.rope_scale));
+  if (m->file.find_tensor("rope_freqs.weight")) {
+    const std::vector<float> factors =
+        m->weight("rope_freqs.weight", {h.rope_dims / 2}).to_vector<float>();
+    for (size_t p = 0; p < freqs.size(); ++p) freqs[p] /= factors[p];
+  }
+  m->rope_freqs = Tensor::from_vector<float>(freqs, {h.rope_dims / 2}, {}, device).realize();
   m->load_layers();
   m->context = options.context > 0 ? options.context : std::min(h.context, kMaxContext);
-  m->k_cache.resize(m->layers.size());
-  m->v_cache.resize(m->layers.size());
+  // Each cache its own buffer (empty), zeroed in one realize.
+  std::vector<Tensor> caches;
+  const Shape cache_shape{m->context, h.kv_heads, h.head_dim};
+  for (size_t i = 0; i < 2 * m->layers.size(); ++i) {
+    Tensor c = Tensor::empty(cache_shape, options.cache_dtype, device);
+    c.assign_slice(0, 0, Tensor::zeros(cache_shape, options.cache_dtype, device));
+    caches.push_back(std::move(c));
+  }
+  Tensor::realize_all(caches);
+  m->k_cache.assign(caches.begin(), caches.begin() + static_cast<std::ptrdiff_t>(m->layers.size()));
+  m->v_cache.assign(caches.begin() + static_cast<std::ptrdiff_t>(m->layers.size()), caches.end());
+  m->make_steps();
   Model model;
   model.impl_ = std::move(m);
   return model;

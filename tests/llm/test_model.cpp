@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <vkgrad/stats.hpp>
 
 #include "../tensor/harness.hpp"
 
@@ -269,6 +270,33 @@ TEST_P(LlmTest, DecodingThroughTheCacheMatchesOneForward) {
   const Vec again = as_doubles(m.forward({kPrompt[2], kPrompt[3]}, 2));
   expect_near(again, Vec(whole.begin() + 2 * s.vocab, whole.begin() + 4 * s.vocab), 1e-4, 1e-4,
               "after rewinding to position 2");
+  std::filesystem::remove(path);
+}
+
+TEST_P(LlmTest, SteadyDecodeIsOneReplayPerToken) {
+  const Spec s{.arch = "llama", .type = "Q4_0"};
+  const std::string path = model_path(s, "replay_" + dev());
+  write_model(s, path);
+  llm::Model m = llm::load(path, dev());
+  const Vec whole = as_doubles(m.forward(kPrompt, 0));
+  m.forward_last({kPrompt.begin(), kPrompt.begin() + 2}, 0);
+  for (size_t t = 2; t < kPrompt.size(); ++t) {
+    SCOPED_TRACE(t);
+    if (t >= 4) reset_runtime_stats();
+    const Tensor logits = m.forward_last({kPrompt[t]}, static_cast<int64_t>(t));
+    if (t >= 4) {  // the first two decode calls run plainly and capture
+      const RuntimeStats st = runtime_stats();
+      EXPECT_EQ(st.schedules_built, 0);
+      EXPECT_EQ(st.programs_compiled, 0);
+      EXPECT_EQ(st.graph_replays, 1);
+      EXPECT_EQ(st.realizes, 0);
+    }
+    EXPECT_EQ(logits.shape(), (Shape{1, s.vocab}));
+    expect_near(as_doubles(logits),
+                Vec(whole.begin() + static_cast<std::ptrdiff_t>(t * s.vocab),
+                    whole.begin() + static_cast<std::ptrdiff_t>((t + 1) * s.vocab)),
+                2e-3, 2e-3, "the step's logits");
+  }
   std::filesystem::remove(path);
 }
 
