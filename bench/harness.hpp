@@ -164,5 +164,8 @@ Row model_case(Suite& s, const std::string& name, bool jit);
 Row resnet18_train_case(Suite& s, bool jit);
 // models.cpp: ONNX's light ResNet-50 through vkgrad::onnx, against the C++-built ResNet-50.
 Row onnx_resnet50_case(Suite& s);
+// llm.cpp: tokens per second of a TinyLlama-shaped model of `type` ("q4_0", "q8_0"), decoding
+// (tg32; tg8 on Vulkan) or prefilling (pp128).
+Row llm_case(Suite& s, const std::string& type, bool prefill);
 
 }  // namespace vkgrad::bench

@@ -712,6 +712,10 @@ const std::vector<Case>& cases() {
       {"resnet18_train", "ms", [](Suite& s) { return resnet18_train_case(s, false); }},
       {"resnet18_train_jit", "ms", [](Suite& s) { return resnet18_train_case(s, true); }},
       {"onnx_resnet50", "ms", onnx_resnet50_case},
+      {"llm_decode_q4_0", "tok/s", [](Suite& s) { return llm_case(s, "q4_0", false); }},
+      {"llm_decode_q8_0", "tok/s", [](Suite& s) { return llm_case(s, "q8_0", false); }},
+      {"llm_prefill_q4_0", "tok/s", [](Suite& s) { return llm_case(s, "q4_0", true); }},
+      {"llm_prefill_q8_0", "tok/s", [](Suite& s) { return llm_case(s, "q8_0", true); }},
   };
   return all;
 }

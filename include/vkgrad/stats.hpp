@@ -28,6 +28,10 @@ struct RuntimeStats {
   double run_ms = 0;                // launching and waiting for kernels and copies
   int64_t validation_messages = 0;  // Khronos validation layer reports (VKGRAD_VALIDATION=1)
   int64_t live_nodes = 0;           // graph nodes (UOps) alive now, in all threads (not reset)
+  // Bytes of tensor buffers (weights, inputs, results; not schedules' scratch arenas) alive on
+  // every device now (not reset), and the most alive at once since the last reset.
+  int64_t device_bytes = 0;
+  int64_t peak_device_bytes = 0;
 };
 
 RuntimeStats runtime_stats();

@@ -202,7 +202,9 @@ RuntimeStats runtime_stats() {
 void reset_runtime_stats() {
   {
     std::lock_guard lock(engine::g_stats_mu);
+    const int64_t live = engine::g_stats.device_bytes;
     engine::g_stats = {};
+    engine::g_stats.device_bytes = engine::g_stats.peak_device_bytes = live;
     engine::g_validation_base = engine::validation_messages();
   }
   engine::clear_kernel_times();

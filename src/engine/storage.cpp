@@ -1,6 +1,7 @@
 // engine: buffer storage. Storage is allocated when a BUFFER node is made here and freed by the
 // IR's buffer-free hook when that node dies, so a buffer lives exactly as long as some tensor or
 // lazy graph can still read it.
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -38,6 +39,8 @@ void free_buffer(const UOpNode& node) noexcept {
     t.by_id.erase(it);
   }
   if (s.runtime) s.runtime->free(s.handle);
+  std::lock_guard stats(g_stats_mu);
+  g_stats.device_bytes -= static_cast<int64_t>(s.bytes);
 }
 
 const bool g_hook_installed = [] {
@@ -60,6 +63,8 @@ UOp new_buffer(DType dtype, int64_t count, const std::string& device) {
   }
   std::lock_guard s(g_stats_mu);
   ++g_stats.buffers_allocated;
+  g_stats.device_bytes += static_cast<int64_t>(bytes);
+  g_stats.peak_device_bytes = std::max(g_stats.peak_device_bytes, g_stats.device_bytes);
   return b;
 }
 

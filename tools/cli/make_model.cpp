@@ -69,7 +69,16 @@ int make_model_command(const std::vector<std::string_view>& args) {
       return usage_error(fmt::format("make-model: unexpected argument '{}'", args[i]));
   }
   if (path.empty()) return usage_error("make-model: expected the file to write");
+  const size_t tensors = write_random_model(path, arch, type, shape_name);
+  fmt::print("wrote {}: {} {} {} ({} tensors)\n", path, arch, shape_name, type, tensors);
+  return 0;
+}
+
+size_t write_random_model(const std::string& path, const std::string& arch, const std::string& type,
+                          const std::string& shape_name) {
   gguf::format(type);
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+    throw Error(fmt::format("make-model: unknown architecture {} (llama, qwen2, qwen3)", arch));
   const Shape7 s = shape_named(shape_name);
   const int64_t hd = s.d / s.heads;
   std::map<std::string, gguf::Value> meta = vocabulary(s.vocab);
@@ -117,8 +126,7 @@ int make_model_command(const std::vector<std::string_view>& args) {
     matrix(p + "ffn_down.weight", s.d, s.ff);
   }
   gguf::save(path, meta, t);
-  fmt::print("wrote {}: {} {} {} ({} tensors)\n", path, arch, shape_name, type, t.size());
-  return 0;
+  return t.size();
 }
 
 }  // namespace vkgrad
