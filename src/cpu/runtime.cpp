@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vkgrad/error.hpp>
 #if defined(__x86_64__) || defined(__i386__)
+#include <sys/mman.h>
 #include <xmmintrin.h>
 #endif
 
@@ -148,14 +149,22 @@ class CpuRuntime final : public Runtime {
         return p;
       }
     }
-    void* p = std::aligned_alloc(64, size);
+    void* p = fresh(size);
     if (!p) {
       trim(0);  // give the cache back and try once more
-      p = std::aligned_alloc(64, size);
+      p = fresh(size);
     }
     if (!p) throw OutOfMemory(fmt::format("CPU: cannot allocate {} bytes", bytes));
     std::lock_guard lock(mu_);
     sizes_[p] = size;
+    return p;
+  }
+  // Fresh memory. A block of 2 MiB or more is aligned to 2 MiB and asks for transparent huge
+  // pages: a kernel streaming a large weight then walks a few TLB entries, not one per 4 KiB.
+  static void* fresh(size_t size) {
+    if (size < kHugePage) return std::aligned_alloc(64, size);
+    void* p = std::aligned_alloc(kHugePage, (size + kHugePage - 1) / kHugePage * kHugePage);
+    if (p) ::madvise(p, size, MADV_HUGEPAGE);
     return p;
   }
   void free(void* handle) noexcept override {
@@ -242,8 +251,8 @@ class CpuRuntime final : public Runtime {
     }
   }
 
- private:
   static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+  static constexpr size_t kHugePage = size_t{2} << 20;
   void trim(size_t keep) {
     std::lock_guard lock(mu_);
     trim_locked(keep);
