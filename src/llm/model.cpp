@@ -5,8 +5,10 @@
 // a SwiGLU feed-forward. Each layer writes its new keys and values into its cache in place
 // (assign_slice at the variable `pos`) and attends over the cache's first `len` = pos + T rows
 // (slice with a variable end), so the kernels are the same at every position: a step is a Jit
-// capture replayed for every token (decode, T = 1) or chunk (prefill, T a variable up to
-// kChunk). Token embeddings are read one row per token from the mapped file and are the Jit's
+// capture replayed for every token (decode, T = 1) or chunk (prefill: T tokens padded to a
+// power of two C up to kChunk, one capture per C; the padding rows' keys and values land past
+// the filled part of the cache, where the next steps overwrite them before anything reads
+// them). Token embeddings are read one row per token from the mapped file and are the Jit's
 // input. Depends on gguf, tensor and the public headers.
 #include <fmt/format.h>
 
@@ -23,7 +25,8 @@ namespace vkgrad::llm {
 namespace {
 
 constexpr int64_t kMaxContext = 4096;
-constexpr int64_t kChunk = 128;  // the most tokens one prefill step runs
+constexpr int64_t kChunk = 128;    // the most tokens one prefill step runs
+constexpr int64_t kMinChunk = 16;  // the fewest rows a prefill step computes
 constexpr const char* kEmbedding = "token_embd.weight";
 
 struct Layer {
@@ -115,10 +118,10 @@ struct Model::Impl {
   std::vector<Layer> layers;
   Tensor rope_freqs;                     // float32 {rope_dims / 2}: each pair's frequency
   std::vector<Tensor> k_cache, v_cache;  // per layer {context, kv_heads, head_dim}, in place
-  int64_t cached = 0, context = 0, chunk = 0;
+  int64_t cached = 0, context = 0, chunk = 0, row_bytes = 0;
   // The step's variables: its first position, the positions it attends over (pos + T), and T
   // for prefill. Named by the context, so models of other contexts have their own.
-  std::optional<Variable> pos_var, len_var, tokens_var;
+  std::optional<Variable> pos_var, len_var;
   // What the step functions bind the variables to (their plain and capturing runs).
   int64_t step_pos = 0, step_tokens = 0;
   // Decode (one token); prefill with every row's logits, and with the last row's only.
@@ -196,11 +199,11 @@ Tensor Model::Impl::embed_rows(const std::vector<int32_t>& tokens, int64_t rows)
                             dtypes::uint8, device);
 }
 
-// The step's positions pos .. pos + T - 1 as int32 {T, 1, 1} (T symbolic in prefill).
+// The step's positions pos .. pos + T - 1 as int32 {T, 1, 1}.
 Tensor Model::Impl::positions(int64_t T) const {
-  const Tensor t = T == 1 ? Tensor::arange(int64_t{1}, {}, device)
-                          : Tensor::arange(chunk, {}, device).slice(0, tokens_var->bind(T));
-  return (t + Tensor::variable(pos_var->bind(step_pos), {}, device)).unsqueeze(1).unsqueeze(2);
+  return (Tensor::arange(T, {}, device) + Tensor::variable(pos_var->bind(step_pos), {}, device))
+      .unsqueeze(1)
+      .unsqueeze(2);
 }
 
 // RoPE on x {T, heads, head_dim} at positions `at` {T, 1, 1}: pair p of the first rope_dims
@@ -274,9 +277,8 @@ Tensor Model::Impl::attention(const Layer& l, const Tensor& x, const Tensor& at,
 // or the last row's. The caches are updated by assign_slice, which the Jit replays.
 std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all_logits) {
   const gguf::TensorInfo& e = *file.find_tensor(kEmbedding);
-  const int64_t T = prefill ? step_tokens : 1;
-  Tensor x = gguf::dequantize(rows, e.type, {prefill ? chunk : 1, h.embedding});
-  if (prefill) x = x.slice(0, tokens_var->bind(step_tokens));
+  const int64_t T = rows.numel() / row_bytes;  // the step's rows, padding included
+  Tensor x = gguf::dequantize(rows, e.type, {T, h.embedding});
   const Tensor at = positions(T);
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
@@ -286,9 +288,9 @@ std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all
                 .matmul(l.down.transpose());
   }
   if (prefill && !all_logits) {
-    // The last row: T - 1 picked by a one-hot sum (T is symbolic).
+    // The last token's row, at position len - 1, picked by a one-hot sum.
     const Tensor last =
-        at.squeeze(2) == Tensor::variable(len_var->bind(step_pos + T), {}, device) - 1;
+        at.squeeze(2) == Tensor::variable(len_var->bind(step_pos + step_tokens), {}, device) - 1;
     x = (x * last.cast(dtypes::float32)).sum(0, true);
   }
   return {rms_norm(x, output_norm).matmul(output.transpose())};
@@ -298,7 +300,6 @@ void Model::Impl::make_steps() {
   chunk = std::min(kChunk, context);
   pos_var.emplace(fmt::format("llm_pos_{}", context), 0, context - 1);
   len_var.emplace(fmt::format("llm_len_{}", context), 1, context);
-  tokens_var.emplace(fmt::format("llm_tokens_{}", chunk), 1, chunk);
   decode = std::make_unique<Jit>(
       [this](const std::vector<Tensor>& in) { return step(in[0], false, true); });
   prefill_all = std::make_unique<Jit>(
@@ -308,8 +309,8 @@ void Model::Impl::make_steps() {
 }
 
 // The tokens at positions pos.. in steps: one decode replay for a single token, prefill replays
-// of up to `chunk` tokens otherwise. The result is the Jit's own buffer (overwritten by the next
-// step), or the rows of every chunk joined.
+// of up to `chunk` tokens otherwise, padded to a power of two (at least kMinChunk). The result is
+// the Jit's own buffer (overwritten by the next step), or the rows of every chunk joined.
 Tensor Model::Impl::run(const std::vector<int32_t>& tokens, int64_t pos, bool all_logits) {
   const auto n = static_cast<int64_t>(tokens.size());
   std::vector<Tensor> parts;
@@ -321,14 +322,16 @@ Tensor Model::Impl::run(const std::vector<int32_t>& tokens, int64_t pos, bool al
     const Tensor variables[] = {Tensor::variable(pos_var->bind(step_pos), {}, device),
                                 Tensor::variable(len_var->bind(step_pos + T), {}, device)};
     Tensor logits;
-    if (T == 1 && (all_logits || begin + T == n)) {
+    if (T == 1) {
       logits = (*decode)({embed_rows(part, 1), variables[0], variables[1]})[0];
     } else {
+      int64_t padded = std::min(kMinChunk, chunk);
+      while (padded < T) padded = std::min(2 * padded, chunk);
       Jit& jit = all_logits ? *prefill_all : *prefill_last;
-      logits = jit({embed_rows(part, chunk), variables[0], variables[1],
-                    Tensor::variable(tokens_var->bind(T), {}, device)})[0];
+      logits = jit({embed_rows(part, padded), variables[0], variables[1]})[0];
+      if (all_logits) logits = logits.shrink({{0, T}, {0, h.vocab}});
     }
-    cached = std::max(cached, step_pos + T);
+    cached = step_pos + T;  // what came after pos belonged to another sequence
     if (all_logits && n > chunk)
       parts.push_back(logits.clone().realize());
     else if (begin + T >= n)
@@ -427,6 +430,7 @@ Model load(const std::string& gguf_path, const std::string& device, const Option
   Tensor::realize_all(caches);
   m->k_cache.assign(caches.begin(), caches.begin() + static_cast<std::ptrdiff_t>(m->layers.size()));
   m->v_cache.assign(caches.begin() + static_cast<std::ptrdiff_t>(m->layers.size()), caches.end());
+  m->row_bytes = static_cast<int64_t>(m->file.data(kEmbedding).size()) / h.vocab;
   m->make_steps();
   Model model;
   model.impl_ = std::move(m);
