@@ -23,6 +23,14 @@ bool is_matvec(const Kernel& k) {
          summed_contiguous_along(k.info, k.info.reduces.back()) && k.reduce_size(0) >= 16 * 32;
 }
 
+// Whether the kernel decodes packed integers (a quantized weight's blocks: loads of 1- or 2-byte
+// integers).
+bool reads_packed(const Kernel& k) {
+  for (const UOp& u : toposort(k.ast))
+    if (u.op() == Ops::LOAD && u.dtype().is_int() && u.dtype().itemsize() <= 2) return true;
+  return false;
+}
+
 }  // namespace
 
 // A float32 matmul-like kernel the target prints as a packed GEMM (plan_gemm). A stride-1 3 x 3
@@ -99,11 +107,13 @@ Answer shared_index_math(const Kernel& k) {
 
 // A matrix-vector product whose vector is reused across its rows: 8 rows at a time, each loaded
 // vector of the other operand used 8 times, and split accumulators along the reduction, two
-// vectors of them, which read the matrix as vectors.
+// vectors of them, which read the matrix as vectors. A matrix decoded from packed integers (a
+// quantized weight) runs one row at a time: across 8 rows the C compiler would vectorize the
+// decoding with byte gathers instead of along the row's contiguous blocks.
 Answer matvec(const Kernel& k) {
   if (!is_matvec(k) || !k.reuses_columns()) return std::nullopt;
   std::vector<Opt> opts;
-  if (const int64_t f = pick_factor(k.size(k.G - 1), {8, 4, 2}); f > 1)
+  if (const int64_t f = pick_factor(k.size(k.G - 1), {8, 4, 2}); f > 1 && !reads_packed(k))
     opts.push_back({OptOp::UPCAST, k.G - 1, f});
   int64_t u = 2 * k.target.vector_floats;
   while (u > 1 && k.reduce_size(k.R - 1) % u != 0) u /= 2;
