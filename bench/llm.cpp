@@ -99,18 +99,21 @@ Row llm_case(Suite& s, const std::string& type, bool prefill) {
   const int64_t steps = prefill ? kPrefill : (s.gpu ? kDecodeVulkan : kDecodeCpu);
   const std::vector<int32_t> prompt = prompt_tokens(prefill ? kPrefill : kPrompt, h.vocab);
   t0 = std::chrono::steady_clock::now();
-  Tensor logits = model.forward_last(prompt, 0);
-  int32_t next = logits.reshape({h.vocab}).argmax().item<int32_t>();
+  model.forward_last(prompt, 0);
+  int32_t next = model.greedy_token();
   const double first_ms = ms_since(t0);
   reset_runtime_stats();
   std::vector<Sample> runs = measure([&] {
     return time_with_stats([&] {
       if (prefill) {
-        next = model.forward_last(prompt, 0).reshape({h.vocab}).argmax().item<int32_t>();
+        model.forward_last(prompt, 0);
+        next = model.greedy_token();
         return;
       }
-      for (int64_t t = 0; t < steps; ++t)
-        next = model.forward_last({next}, kPrompt + t).reshape({h.vocab}).argmax().item<int32_t>();
+      for (int64_t t = 0; t < steps; ++t) {
+        model.forward_last({next}, kPrompt + t);
+        next = model.greedy_token();
+      }
     });
   });
   const RuntimeStats during = runtime_stats();

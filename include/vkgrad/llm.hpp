@@ -58,6 +58,9 @@ class Model {
   // forward() computing the last token's logits only, float32 {1, vocab_size()} (what
   // generation needs), in a buffer the next forward_last or forward overwrites.
   Tensor forward_last(const std::vector<int32_t>& tokens, int64_t pos);
+  // The first largest of the last forward_last's logits, computed on the device by the same
+  // replay (greedy sampling reads one id). Error before any forward_last.
+  int32_t greedy_token() const;
   void reset();            // empties the cache
   int64_t cached() const;  // positions the cache holds
 

@@ -74,7 +74,8 @@ std::vector<int32_t> Model::generate(const std::vector<int32_t>& prompt, const S
   Tensor logits = forward_last(prompt, 0);
   int64_t pos = static_cast<int64_t>(prompt.size());
   while (static_cast<int>(out.size()) < s.max_tokens) {
-    const int32_t id = sample(logits.reshape({vocab_size()}), s, rng);
+    const int32_t id =
+        s.temperature == 0 ? greedy_token() : sample(logits.reshape({vocab_size()}), s, rng);
     out.push_back(id);
     if (on_token && !on_token(id)) break;
     if (tokenizer().is_end(id) || pos >= context()) break;

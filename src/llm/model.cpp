@@ -126,6 +126,7 @@ struct Model::Impl {
   int64_t step_pos = 0, step_tokens = 0;
   // Decode (one token); prefill with every row's logits, and with the last row's only.
   std::unique_ptr<Jit> decode, prefill_all, prefill_last;
+  Tensor greedy;  // the last step's argmax, where it computed one (int32, 0-d)
 
   Tensor weight(const std::string& name, const Shape& shape) const {
     const gguf::TensorInfo* t = file.find_tensor(name);
@@ -293,7 +294,10 @@ std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all
         at.squeeze(2) == Tensor::variable(len_var->bind(step_pos + step_tokens), {}, device) - 1;
     x = (x * last.cast(dtypes::float32)).sum(0, true);
   }
-  return {rms_norm(x, output_norm).matmul(output.transpose())};
+  const Tensor logits = rms_norm(x, output_norm).matmul(output.transpose());
+  if (all_logits) return {logits};
+  // The greedy token too, in the same replay: generation downloads one id, not the logits.
+  return {logits, logits.reshape({h.vocab}).argmax()};
 }
 
 void Model::Impl::make_steps() {
@@ -301,7 +305,7 @@ void Model::Impl::make_steps() {
   pos_var.emplace(fmt::format("llm_pos_{}", context), 0, context - 1);
   len_var.emplace(fmt::format("llm_len_{}", context), 1, context);
   decode = std::make_unique<Jit>(
-      [this](const std::vector<Tensor>& in) { return step(in[0], false, true); });
+      [this](const std::vector<Tensor>& in) { return step(in[0], false, false); });
   prefill_all = std::make_unique<Jit>(
       [this](const std::vector<Tensor>& in) { return step(in[0], true, true); });
   prefill_last = std::make_unique<Jit>(
@@ -323,12 +327,16 @@ Tensor Model::Impl::run(const std::vector<int32_t>& tokens, int64_t pos, bool al
                                 Tensor::variable(len_var->bind(step_pos + T), {}, device)};
     Tensor logits;
     if (T == 1) {
-      logits = (*decode)({embed_rows(part, 1), variables[0], variables[1]})[0];
+      std::vector<Tensor> out = (*decode)({embed_rows(part, 1), variables[0], variables[1]});
+      logits = out[0];
+      if (out.size() > 1) greedy = out[1];
     } else {
       int64_t padded = std::min(kMinChunk, chunk);
       while (padded < T) padded = std::min(2 * padded, chunk);
       Jit& jit = all_logits ? *prefill_all : *prefill_last;
-      logits = jit({embed_rows(part, padded), variables[0], variables[1]})[0];
+      std::vector<Tensor> out = jit({embed_rows(part, padded), variables[0], variables[1]});
+      logits = out[0];
+      if (out.size() > 1) greedy = out[1];
       if (all_logits) logits = logits.shrink({{0, T}, {0, h.vocab}});
     }
     cached = step_pos + T;  // what came after pos belonged to another sequence
@@ -372,6 +380,11 @@ Tensor Model::forward(const std::vector<int32_t>& tokens, int64_t pos) {
   // A copy where the result is the step's buffer, which the next step overwrites.
   Tensor out = impl_->run(tokens, pos, true);
   return static_cast<int64_t>(tokens.size()) > impl_->chunk ? out : out.clone().realize();
+}
+
+int32_t Model::greedy_token() const {
+  if (!impl_->greedy.defined()) throw Error("llm::greedy_token: no forward_last has run");
+  return impl_->greedy.item<int32_t>();
 }
 
 Tensor Model::forward_last(const std::vector<int32_t>& tokens, int64_t pos) {
