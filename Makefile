@@ -32,8 +32,9 @@ run: deps
 	$(call phase,build release,cmake --build --preset release --target vkgrad_cli)
 	build/release/tools/cli/vkgrad bench
 
-# vkgrad's CPU figures beside PyTorch's (Debian's python3-torch, installed by --peers), in one
-# sitting: one table, also in build/bench-peers/peers.md and peers.json (bench/README.md).
+# vkgrad's CPU figures beside PyTorch's (Debian's python3-torch, installed by --peers) and
+# llama.cpp's (node-llama-cpp, which peers.py npm-installs into build/bench-peers/node if it can),
+# in one sitting: one table, also in build/bench-peers/peers.md and peers.json (bench/README.md).
 bench-peers:
 	$(call phase,install dependencies,scripts/install-deps.sh --peers)
 	$(call phase,configure release,cmake --preset release)
