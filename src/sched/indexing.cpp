@@ -85,29 +85,36 @@ std::vector<UOp> unflatten(const UOp& flat, const Shape& shape) {
 // its own — one dimension to one of the same size is the same index, any other run is flattened
 // and split within itself. Dimensions of size 1 of `in` read index 0. So a reshape that only
 // adds or drops 1s, or splits one axis, keeps the other axes' indices as they are (flattening the
-// whole shape would bury them in divisions the simplifier cannot always undo). Empty when a
-// dimension is symbolic or the shapes hold no element.
+// whole shape would bury them in divisions the simplifier cannot always undo). A symbolic
+// dimension is a run of its own. Empty when a symbolic dimension would be merged or split, or the
+// shapes hold no element.
 std::optional<std::vector<UOp>> reshape_by_groups(const std::vector<UOp>& idx, const Shape& out,
                                                   const Shape& in) {
   for (int64_t d : out)
-    if (lazy::is_sym(d) || d == 0) return std::nullopt;
+    if (d == 0) return std::nullopt;
   for (int64_t d : in)
-    if (lazy::is_sym(d) || d == 0) return std::nullopt;
+    if (d == 0) return std::nullopt;
   std::vector<UOp> nidx(in.size(), idx_const(0));
   size_t i = 0, o = 0;
   while (true) {
     while (i < in.size() && in[i] == 1) ++i;
     while (o < out.size() && out[o] == 1) ++o;
     if (i == in.size() || o == out.size()) break;
+    // A symbolic dimension is a run of its own: the same variable on both sides keeps its index.
+    if (lazy::is_sym(in[i]) || lazy::is_sym(out[o])) {
+      if (in[i] != out[o]) return std::nullopt;
+      nidx[i++] = idx[o++];
+      continue;
+    }
     // One run: [i, i_end) of in and [o, o_end) of out with equal products.
     size_t i_end = i + 1, o_end = o + 1;
     int64_t pin = in[i], pout = out[o];
     while (pin != pout) {
       if (pin < pout) {
-        if (i_end == in.size()) return std::nullopt;
+        if (i_end == in.size() || lazy::is_sym(in[i_end])) return std::nullopt;
         pin *= in[i_end++];
       } else {
-        if (o_end == out.size()) return std::nullopt;
+        if (o_end == out.size() || lazy::is_sym(out[o_end])) return std::nullopt;
         pout *= out[o_end++];
       }
     }
