@@ -120,9 +120,11 @@ Row llm_case(Suite& s, const std::string& type, bool prefill) {
   set_ours(row, runs, static_cast<double>(steps));
   row.kernel_value.reset();
   const double read_ms = s.gpu ? 0 : stream_ms(file, s.threads);
-  if (!prefill && read_ms > 0)
-    set_reference(row, fmt::format("C read of the weights, {} threads", s.threads),
-                  {Sample{.ms = read_ms}}, 1.0);
+  if (!prefill && read_ms > 0) {
+    Sample read;
+    read.ms = read_ms;
+    set_reference(row, fmt::format("C read of the weights, {} threads", s.threads), {read}, 1.0);
+  }
   row.details.push_back(
       fmt::format("{}: load {:.0f} ms; {} {:.0f} ms (compiles included where the cache was cold)",
                   std::filesystem::path(path).filename().string(), load_ms,
