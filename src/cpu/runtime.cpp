@@ -251,6 +251,7 @@ class CpuRuntime final : public Runtime {
     }
   }
 
+ private:
   static constexpr size_t kMaxCachedBytes = size_t{1} << 30;
   static constexpr size_t kHugePage = size_t{2} << 20;
   void trim(size_t keep) {

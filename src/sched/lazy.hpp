@@ -79,7 +79,7 @@ Shape shape_of(const UOp& u);  // one-off: walks one path to the nearest known s
 
 int64_t prod(const Shape& s);  // of a shape without symbolic dimensions
 
-// ---- symbolic dimensions (declared below)
+// ---- symbolic dimensions (VarValues is declared above)
 // The dimension standing for `v` (registering it); Error when a variable of that name was
 // registered with other bounds.
 int64_t sym_dim(const VarArg& v);
