@@ -119,13 +119,14 @@ struct Model::Impl {
   Tensor rope_freqs;                     // float32 {rope_dims / 2}: each pair's frequency
   std::vector<Tensor> k_cache, v_cache;  // per layer {context, kv_heads, head_dim}, in place
   int64_t cached = 0, context = 0, chunk = 0, row_bytes = 0;
-  // The step's variables: its first position, the positions it attends over (pos + T), and T
-  // for prefill. Named by the context, so models of other contexts have their own.
+  // The step's variables: its first position and the positions it attends over (pos + T).
+  // Named by the context, so models of other contexts have their own.
   std::optional<Variable> pos_var, len_var;
   // What the step functions bind the variables to (their plain and capturing runs).
   int64_t step_pos = 0, step_tokens = 0;
-  // Decode (one token); prefill with every row's logits, and with the last row's only.
-  std::unique_ptr<Jit> decode, prefill_all, prefill_last;
+  // Steps giving the last token's logits (decode, and prefill for generation) and every row's.
+  // A Jit captures once per input shape, so each serves one token and every chunk size.
+  std::unique_ptr<Jit> last_step, all_step;
   Tensor greedy;  // the last step's argmax, where it computed one (int32, 0-d)
 
   Tensor weight(const std::string& name, const Shape& shape) const {
@@ -145,7 +146,7 @@ struct Model::Impl {
   void make_steps();
   void check(const std::vector<int32_t>& tokens, int64_t pos) const;
   Tensor embed_rows(const std::vector<int32_t>& tokens, int64_t rows) const;
-  std::vector<Tensor> step(const Tensor& rows, bool prefill, bool all_logits);
+  std::vector<Tensor> step(const Tensor& rows, bool all_logits);
   Tensor run(const std::vector<int32_t>& tokens, int64_t pos, bool all_logits);
   Tensor positions(int64_t T) const;
   Tensor rope(const Tensor& x, const Tensor& at) const;
@@ -274,9 +275,10 @@ Tensor Model::Impl::attention(const Layer& l, const Tensor& x, const Tensor& at,
   return out.matmul(l.o.transpose());
 }
 
-// One step over `rows` (the Jit's input: the embedding rows' bytes): the logits, every row's
-// or the last row's. The caches are updated by assign_slice, which the Jit replays.
-std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all_logits) {
+// One step over `rows` (the Jit's input: the embedding rows' bytes): every row's logits, or the
+// last token's with its greedy token. The caches are updated by assign_slice, which the Jit
+// replays.
+std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool all_logits) {
   const gguf::TensorInfo& e = *file.find_tensor(kEmbedding);
   const int64_t T = rows.numel() / row_bytes;  // the step's rows, padding included
   Tensor x = gguf::dequantize(rows, e.type, {T, h.embedding});
@@ -288,7 +290,7 @@ std::vector<Tensor> Model::Impl::step(const Tensor& rows, bool prefill, bool all
     x = x + (f.matmul(l.gate.transpose()).silu() * f.matmul(l.up.transpose()))
                 .matmul(l.down.transpose());
   }
-  if (prefill && !all_logits) {
+  if (T > 1 && !all_logits) {
     // The last token's row, at position len - 1, picked by a one-hot sum.
     const Tensor last =
         at.squeeze(2) == Tensor::variable(len_var->bind(step_pos + step_tokens), {}, device) - 1;
@@ -304,12 +306,10 @@ void Model::Impl::make_steps() {
   chunk = std::min(kChunk, context);
   pos_var.emplace(fmt::format("llm_pos_{}", context), 0, context - 1);
   len_var.emplace(fmt::format("llm_len_{}", context), 1, context);
-  decode = std::make_unique<Jit>(
-      [this](const std::vector<Tensor>& in) { return step(in[0], false, false); });
-  prefill_all = std::make_unique<Jit>(
-      [this](const std::vector<Tensor>& in) { return step(in[0], true, true); });
-  prefill_last = std::make_unique<Jit>(
-      [this](const std::vector<Tensor>& in) { return step(in[0], true, false); });
+  last_step =
+      std::make_unique<Jit>([this](const std::vector<Tensor>& in) { return step(in[0], false); });
+  all_step =
+      std::make_unique<Jit>([this](const std::vector<Tensor>& in) { return step(in[0], true); });
 }
 
 // The tokens at positions pos.. in steps: one decode replay for a single token, prefill replays
@@ -325,20 +325,13 @@ Tensor Model::Impl::run(const std::vector<int32_t>& tokens, int64_t pos, bool al
     step_tokens = T;
     const Tensor variables[] = {Tensor::variable(pos_var->bind(step_pos), {}, device),
                                 Tensor::variable(len_var->bind(step_pos + T), {}, device)};
-    Tensor logits;
-    if (T == 1) {
-      std::vector<Tensor> out = (*decode)({embed_rows(part, 1), variables[0], variables[1]});
-      logits = out[0];
-      if (out.size() > 1) greedy = out[1];
-    } else {
-      int64_t padded = std::min(kMinChunk, chunk);
-      while (padded < T) padded = std::min(2 * padded, chunk);
-      Jit& jit = all_logits ? *prefill_all : *prefill_last;
-      std::vector<Tensor> out = jit({embed_rows(part, padded), variables[0], variables[1]});
-      logits = out[0];
-      if (out.size() > 1) greedy = out[1];
-      if (all_logits) logits = logits.shrink({{0, T}, {0, h.vocab}});
-    }
+    int64_t rows = T == 1 ? 1 : std::min(kMinChunk, chunk);
+    while (rows < T) rows = std::min(2 * rows, chunk);
+    Jit& jit = all_logits && T > 1 ? *all_step : *last_step;
+    const std::vector<Tensor> out = jit({embed_rows(part, rows), variables[0], variables[1]});
+    Tensor logits = out[0];
+    if (out.size() > 1) greedy = out[1];
+    if (all_logits && rows > T) logits = logits.shrink({{0, T}, {0, h.vocab}});
     cached = step_pos + T;  // what came after pos belonged to another sequence
     if (all_logits && n > chunk)
       parts.push_back(logits.clone().realize());
