@@ -39,18 +39,22 @@ std::string model_file(const std::string& type) {
 
 // The bytes of the tensors the model keeps on the device: every weight but the token
 // embeddings, which are read row by row from the mapped file.
+std::vector<std::span<const uint8_t>> weights_on_device(const gguf::File& f) {
+  std::vector<std::span<const uint8_t>> parts;
+  for (const gguf::TensorInfo& t : f.tensors())
+    if (t.name != "token_embd.weight") parts.push_back(f.data(t.name));
+  return parts;
+}
+
 int64_t weight_bytes(const gguf::File& f) {
   int64_t n = 0;
-  for (const gguf::TensorInfo& t : f.tensors())
-    if (t.name != "token_embd.weight") n += static_cast<int64_t>(f.data(t.name).size());
+  for (std::span<const uint8_t> p : weights_on_device(f)) n += static_cast<int64_t>(p.size());
   return n;
 }
 
 // Milliseconds to read the weights' bytes once: vkgrad_ref_sum over them on `threads` threads.
 double stream_ms(const gguf::File& f, int threads) {
-  std::vector<std::span<const uint8_t>> parts;
-  for (const gguf::TensorInfo& t : f.tensors())
-    if (t.name != "token_embd.weight") parts.push_back(f.data(t.name));
+  const std::vector<std::span<const uint8_t>> parts = weights_on_device(f);
   auto once = [&] {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;
