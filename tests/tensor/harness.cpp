@@ -113,6 +113,10 @@ double round_to(double v, DType dt) {
   }
 }
 
+Tensor random_tensor(const Shape& shape, uint64_t seed, const std::string& device) {
+  return make_tensor(random_values(numel_of(shape), -1, 1, seed), shape, dtypes::float32, device);
+}
+
 Tensor make_tensor(const std::vector<double>& v, const Shape& shape, DType dt,
                    const std::string& dev) {
   switch (dt.scalar_type()) {

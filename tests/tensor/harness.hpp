@@ -51,6 +51,8 @@ std::vector<double> random_ints(int64_t n, int64_t lo, int64_t hi, uint64_t seed
 // rounded to nearest even).
 Tensor make_tensor(const std::vector<double>& values, const Shape& shape, DType dtype,
                    const std::string& device);
+// float32 random_values in [-1, 1) of `shape` on `device`.
+Tensor random_tensor(const Shape& shape, uint64_t seed, const std::string& device);
 // The tensor's values (realized) converted to double on the host, whatever its dtype (the device
 // only copies the tensor's own bytes).
 std::vector<double> values_of(const Tensor& t);

@@ -11,15 +11,12 @@ namespace {
 
 using testing::expect_error;
 using testing::expect_near;
-using testing::make_tensor;
-using testing::random_values;
 using testing::values_of;
 
 class VariableTest : public testing::DeviceTest {
  protected:
   Tensor data(const Shape& shape, uint64_t seed) const {
-    return make_tensor(random_values(testing::numel_of(shape), -1, 1, seed), shape, dtypes::float32,
-                       dev());
+    return testing::random_tensor(shape, seed, dev());
   }
 };
 
